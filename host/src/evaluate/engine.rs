@@ -1,0 +1,284 @@
+//! The discrete-event evaluator: the policy driven in virtual time.
+//!
+//! Event sources, in the order they are served at equal times: worker timers (spin-up done, idle
+//! timeout, spin-down done; one pending timer per worker, re-armed when it fires early), interval
+//! ticks, then arrivals (streamed from the trace, never stored). A worker's queue is FIFO with known
+//! service times, so a request's completion time is fixed when it is dispatched: latency is recorded
+//! then, and the worker's only completion event is its queue draining, which is when its idle timer
+//! starts. Energy and cost are settled per worker when it is released (see [`crate::model::ledger`]).
+//! At the end of the trace the FPGA target drops to zero and the pool drains through the normal idle
+//! rule, so every worker's full life is accounted.
+
+use crate::model::{Kind, Platform, Pool, Request, Time, WorkerId, WorkerState, pool::Phase};
+use crate::policy::release::may_release;
+use crate::policy::{Allocator, Dispatcher, IntervalStats, Job, Placement};
+use hdrhistogram::Histogram;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Observes every served request (tests use it to check invariants; the default does nothing).
+pub trait Probe {
+    /// `request` ran on `worker` (of `kind`) from `start` to `finish`.
+    fn served(&mut self, _request: &Request, _worker: WorkerId, _kind: Kind, _start: Time, _finish: Time) {}
+}
+
+impl Probe for () {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    SpinUpDone,
+    IdleCheck,
+    SpinDownDone,
+}
+
+/// Raw results of one run, before metrics are derived.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The pool after draining: its ledgers hold all energy and cost.
+    pub pool: Pool,
+    /// Requests served, per worker type.
+    pub served: [u64; 2],
+    /// Requests that finished after their deadline.
+    pub misses: u64,
+    /// Sum of request sizes (CPU service time), for the idealised FPGA-only reference.
+    pub total_size: Time,
+    /// Response times in microseconds.
+    pub latency_us: Histogram<u64>,
+    /// Scheduling intervals ticked.
+    pub intervals: u64,
+    /// Events processed (timers, ticks, arrivals).
+    pub events: u64,
+    /// When the last worker was released.
+    pub end: Time,
+}
+
+/// One evaluator run.
+pub struct Engine<'a, P: Probe> {
+    platform: &'a Platform,
+    allocator: &'a mut dyn Allocator,
+    dispatcher: Dispatcher,
+    probe: P,
+    pool: Pool,
+    timers: BinaryHeap<Reverse<(Time, u64, Timer, WorkerId, u32)>>,
+    seq: u64,
+    target: u32,
+    work: [Time; 2],
+    out_served: [u64; 2],
+    misses: u64,
+    total_size: Time,
+    latency: Histogram<u64>,
+    events: u64,
+}
+
+impl<'a, P: Probe> Engine<'a, P> {
+    /// A run of `allocator` and `dispatcher` on `platform`, reporting served requests to `probe`.
+    pub fn new(platform: &'a Platform, allocator: &'a mut dyn Allocator, dispatcher: Dispatcher, probe: P) -> Self {
+        Engine {
+            platform,
+            allocator,
+            dispatcher,
+            probe,
+            pool: Pool::new(),
+            timers: BinaryHeap::new(),
+            seq: 0,
+            target: 0,
+            work: [0; 2],
+            out_served: [0; 2],
+            misses: 0,
+            total_size: 0,
+            // 1 us to 30 days at 3 significant digits; values above are clamped.
+            latency: Histogram::new_with_bounds(1, 30 * 86_400 * 1_000_000, 3).expect("static histogram bounds"),
+            events: 0,
+        }
+    }
+
+    /// Runs `requests` (in arrival order) over a trace of length `horizon`; returns the outcome and
+    /// the probe.
+    pub fn run(mut self, requests: impl Iterator<Item = Request>, horizon: Time) -> (Outcome, P) {
+        let interval = self.platform.interval();
+        let initial = self.allocator.initial();
+        for _ in 0..initial {
+            let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
+            self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+        }
+        self.target = initial;
+        let mut requests = requests.peekable();
+        let mut tick_index: u64 = 0;
+        let mut next_tick: Option<Time> = Some(0);
+        loop {
+            let timer_at = self.timers.peek().map(|Reverse(t)| t.0);
+            let arrival_at = requests.peek().map(|r| r.arrival);
+            // Pick the earliest source; ties go timers, then ticks, then arrivals.
+            let tick_due = next_tick.is_some_and(|t| timer_at.is_none_or(|x| t < x) && arrival_at.is_none_or(|a| t <= a));
+            let timer_due = timer_at.is_some_and(|x| next_tick.is_none_or(|t| x <= t) && arrival_at.is_none_or(|a| x <= a));
+            self.events += 1;
+            if timer_due {
+                let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
+                self.on_timer(now, timer, id, generation);
+            } else if tick_due {
+                let now = next_tick.unwrap_or_default();
+                if now < horizon {
+                    self.on_tick(now, tick_index as usize);
+                    tick_index += 1;
+                    next_tick = Some(now + interval);
+                } else {
+                    self.drain(now);
+                    next_tick = None;
+                }
+            } else if let Some(r) = requests.next() {
+                self.on_arrival(r);
+            } else {
+                self.events -= 1;
+                break;
+            }
+        }
+        debug_assert!(self.pool.is_empty(), "pool not drained");
+        let end = horizon.max(self.last_release());
+        let outcome = Outcome {
+            pool: self.pool,
+            served: self.out_served,
+            misses: self.misses,
+            total_size: self.total_size,
+            latency_us: self.latency,
+            intervals: tick_index,
+            events: self.events,
+            end,
+        };
+        (outcome, self.probe)
+    }
+
+    fn last_release(&self) -> Time {
+        self.pool.slots().iter().map(|w| w.off_at).max().unwrap_or(0)
+    }
+
+    fn push(&mut self, at: Time, timer: Timer, id: WorkerId) {
+        let generation = self.pool.worker(id).generation;
+        self.seq += 1;
+        self.timers.push(Reverse((at, self.seq, timer, id, generation)));
+    }
+
+    /// Arms the idle timer of an active worker for when its queue drains plus the idle timeout.
+    fn arm(&mut self, id: WorkerId, timeout: Time) {
+        let due = self.pool.worker(id).busy_until.saturating_add(timeout);
+        self.pool.set_timer_armed(id, true);
+        self.push(due, Timer::IdleCheck, id);
+    }
+
+    fn spin_up(&mut self, kind: Kind, now: Time) -> WorkerId {
+        let id = self.pool.spin_up(kind, now, self.platform.spec(kind).spin_up);
+        let ready = self.pool.worker(id).ready_at;
+        self.push(ready, Timer::SpinUpDone, id);
+        id
+    }
+
+    fn release(&mut self, id: WorkerId, now: Time) {
+        let kind = self.pool.worker(id).kind;
+        self.pool.set_timer_armed(id, false);
+        self.pool.begin_spin_down(id, now, self.platform.spec(kind).spin_down);
+        let off = self.pool.worker(id).off_at;
+        self.push(off, Timer::SpinDownDone, id);
+    }
+
+    fn on_timer(&mut self, now: Time, timer: Timer, id: WorkerId, generation: u32) {
+        let w = *self.pool.worker(id);
+        if w.generation != generation {
+            return; // the slot was reused: a stale timer
+        }
+        match (timer, w.state) {
+            (Timer::SpinUpDone, WorkerState::SpinningUp) => {
+                self.pool.finish_spin_up(id);
+                self.arm(id, self.platform.idle_timeout(w.kind));
+            }
+            (Timer::IdleCheck, WorkerState::Active) => {
+                self.pool.set_timer_armed(id, false);
+                let timeout = self.platform.idle_timeout(w.kind);
+                let due = w.busy_until.saturating_add(timeout);
+                if now < due {
+                    self.arm(id, timeout);
+                } else if may_release(w.kind, w.busy_until, now, timeout, self.pool.allocated(Kind::Fpga), self.target) {
+                    self.release(id, now);
+                }
+                // Otherwise an FPGA within the target is held, timer unarmed, until it gets work or
+                // the target drops (see `on_tick`).
+            }
+            (Timer::SpinDownDone, WorkerState::SpinningDown) => {
+                let released = self.pool.finish_spin_down(id);
+                self.allocator.on_release(&released);
+            }
+            _ => {} // a timer overtaken by a state change
+        }
+    }
+
+    fn on_tick(&mut self, now: Time, index: usize) {
+        let stats = IntervalStats {
+            index,
+            fpga_work: self.work[Kind::Fpga.index()],
+            cpu_work: self.work[Kind::Cpu.index()],
+            fpgas_allocated: self.pool.allocated(Kind::Fpga),
+        };
+        self.work = [0; 2];
+        self.target = self.allocator.plan(&stats);
+        let allocated = self.pool.allocated(Kind::Fpga);
+        if self.target > allocated {
+            for _ in allocated..self.target {
+                self.spin_up(Kind::Fpga, now);
+            }
+        } else {
+            self.release_idle_fpgas(now);
+        }
+    }
+
+    /// Releases FPGAs idle past their timeout, longest idle first, while above the target.
+    fn release_idle_fpgas(&mut self, now: Time) {
+        let timeout = self.platform.idle_timeout(Kind::Fpga);
+        while self.pool.allocated(Kind::Fpga) > self.target {
+            let Some(&(busy_until, id)) = self.pool.index(Phase::Active, Kind::Fpga).first() else { break };
+            if busy_until.saturating_add(timeout) > now {
+                break;
+            }
+            self.release(id, now);
+        }
+    }
+
+    /// End of trace: no FPGA is needed any more; idle workers go through the normal idle rule.
+    fn drain(&mut self, now: Time) {
+        self.target = 0;
+        self.release_idle_fpgas(now);
+        let held: Vec<WorkerId> = self
+            .pool
+            .index(Phase::Active, Kind::Fpga)
+            .iter()
+            .map(|&(_, id)| id)
+            .filter(|&id| !self.pool.worker(id).timer_armed)
+            .collect();
+        for id in held {
+            self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+        }
+    }
+
+    #[inline]
+    fn on_arrival(&mut self, r: Request) {
+        let now = r.arrival;
+        let job = Job {
+            deadline: r.deadline(self.platform.deadline_factor),
+            service: [self.platform.cpu.service(r.size), self.platform.fpga.service(r.size)],
+        };
+        let id = match self.dispatcher.place(&self.pool, &job, now) {
+            Placement::Assign(id) => id,
+            Placement::SpinUp(kind) => self.spin_up(kind, now),
+        };
+        let kind = self.pool.worker(id).kind;
+        let service = job.service[kind.index()];
+        let (start, finish) = self.pool.assign(id, now, service);
+        let w = self.pool.worker(id);
+        if w.state == WorkerState::Active && !w.timer_armed {
+            self.arm(id, self.platform.idle_timeout(kind));
+        }
+        self.work[kind.index()] += service;
+        self.out_served[kind.index()] += 1;
+        self.total_size += r.size;
+        self.misses += u64::from(finish > job.deadline);
+        self.latency.saturating_record(((finish - now) / 1_000).max(1));
+        self.probe.served(&r, id, kind, start, finish);
+    }
+}

@@ -1,0 +1,118 @@
+//! Evaluating schedulers on traces in virtual time.
+
+pub mod engine;
+pub mod report;
+
+pub use engine::{Engine, Outcome, Probe};
+pub use report::Report;
+
+use crate::model::{Platform, Request, Time};
+use crate::policy::{Demand, DispatcherKind, Scheduler};
+use crate::trace::RateTrace;
+use std::sync::Arc;
+
+/// A source of requests that can be replayed from the start any number of times.
+pub trait Workload: Sync {
+    /// The requests in arrival order.
+    fn requests(&self) -> impl Iterator<Item = Request> + '_;
+    /// The trace length.
+    fn horizon(&self) -> Time;
+}
+
+impl Workload for RateTrace {
+    fn requests(&self) -> impl Iterator<Item = Request> + '_ {
+        RateTrace::requests(self)
+    }
+    fn horizon(&self) -> Time {
+        self.duration
+    }
+}
+
+impl Workload for Vec<Request> {
+    fn requests(&self) -> impl Iterator<Item = Request> + '_ {
+        self.iter().copied()
+    }
+    fn horizon(&self) -> Time {
+        self.last().map_or(0, |r| r.arrival + 1)
+    }
+}
+
+/// How to evaluate: the scheduler, an optional dispatcher override, and search limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The scheduler.
+    pub scheduler: Scheduler,
+    /// Dispatcher; `None` takes the scheduler's own.
+    pub dispatcher: Option<DispatcherKind>,
+    /// FPGA-dynamic: the largest headroom multiple to try.
+    pub max_headroom: u32,
+}
+
+impl Plan {
+    /// `scheduler` with its own dispatcher.
+    pub fn new(scheduler: Scheduler) -> Self {
+        Plan { scheduler, dispatcher: None, max_headroom: 64 }
+    }
+}
+
+/// Per-interval demand of a workload (the oracle some schedulers get).
+pub fn demand<W: Workload>(platform: &Platform, workload: &W) -> Demand {
+    Demand::from_requests(platform, workload.horizon(), workload.requests())
+}
+
+/// Runs one scheduler with a given headroom multiple and probe.
+pub fn run_with<W: Workload, P: Probe>(
+    platform: &Platform,
+    workload: &W,
+    plan: &Plan,
+    demand: Option<&Arc<Demand>>,
+    headroom: u32,
+    probe: P,
+) -> (Report, P) {
+    let dispatcher = plan.dispatcher.unwrap_or(plan.scheduler.default_dispatcher());
+    let mut allocator = plan.scheduler.allocator(platform, demand, headroom);
+    let engine = Engine::new(platform, allocator.as_mut(), dispatcher.build(plan.scheduler.fleet()), probe);
+    let (outcome, probe) = engine.run(workload.requests(), workload.horizon());
+    let report = Report::new(plan.scheduler.to_string(), dispatcher.name().to_string(), platform, &outcome);
+    (report, probe)
+}
+
+/// Evaluates `plan` on `workload`. FPGA-dynamic gets the least headroom multiple (up to
+/// `plan.max_headroom`) with no deadline misses, found by doubling then bisection; if none meets every
+/// deadline, the largest is reported with its misses.
+pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
+    let demand = plan.scheduler.needs_demand().then(|| Arc::new(demand(platform, workload)));
+    let run = |k: u32| run_with(platform, workload, plan, demand.as_ref(), k, ()).0;
+    if !plan.scheduler.searches_headroom() {
+        return run(0);
+    }
+    // Misses fall as headroom grows: find the least multiple with none.
+    let mut lo_fail: Option<u32> = None;
+    let mut k = 0;
+    let mut best = loop {
+        let r = run(k);
+        if r.deadline_misses == 0 || k >= plan.max_headroom {
+            break (k, r);
+        }
+        lo_fail = Some(k);
+        k = if k == 0 { 1 } else { (k * 2).min(plan.max_headroom) };
+    };
+    if best.1.deadline_misses == 0
+        && let Some(mut lo) = lo_fail
+    {
+        let mut hi = best.0;
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let r = run(mid);
+            if r.deadline_misses == 0 {
+                hi = mid;
+                best = (mid, r);
+            } else {
+                lo = mid;
+            }
+        }
+    }
+    let (k, mut report) = best;
+    report.headroom_multiple = Some(k);
+    report
+}

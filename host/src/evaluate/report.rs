@@ -1,0 +1,135 @@
+//! Metrics of a run, as the paper reports them.
+
+use super::engine::Outcome;
+use crate::model::{EnergySplit, Kind, Platform, time::to_secs};
+use serde::Serialize;
+
+/// Energy, cost and activity of one worker type.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct KindReport {
+    /// Energy by activity, in joules.
+    pub energy: EnergySplit,
+    /// Cost in dollars.
+    pub cost: f64,
+    /// Requests served.
+    pub served: u64,
+    /// Spin-ups (including any pool pre-warmed before the run).
+    pub spin_ups: u64,
+    /// Allocated worker-seconds.
+    pub allocated_s: f64,
+    /// Busy worker-seconds.
+    pub busy_s: f64,
+}
+
+/// Response-time percentiles in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+}
+
+/// The result of evaluating one scheduler on one trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Scheduler name.
+    pub scheduler: String,
+    /// Dispatcher name.
+    pub dispatcher: String,
+    /// FPGA-dynamic's headroom multiple, when searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headroom_multiple: Option<u32>,
+    /// Requests served (every request of the trace).
+    pub requests: u64,
+    /// Share of requests run on CPU workers.
+    pub cpu_share: f64,
+    /// Requests that finished after their deadline.
+    pub deadline_misses: u64,
+    /// Share of requests that missed.
+    pub miss_share: f64,
+    /// Response times.
+    pub latency: Latency,
+    /// CPU workers.
+    pub cpu: KindReport,
+    /// FPGA workers.
+    pub fpga: KindReport,
+    /// Total energy in joules.
+    pub energy_j: f64,
+    /// Total cost in dollars.
+    pub cost: f64,
+    /// Energy of the idealised FPGA-only platform (default parameters, busy compute only).
+    pub ideal_energy_j: f64,
+    /// Cost of the idealised FPGA-only platform.
+    pub ideal_cost: f64,
+    /// Ideal energy / energy (1 = as efficient as the idealised FPGA-only platform).
+    pub energy_efficiency: f64,
+    /// Cost / ideal cost.
+    pub relative_cost: f64,
+    /// Scheduling intervals.
+    pub intervals: u64,
+    /// Simulated time until the pool drained, in seconds.
+    pub simulated_s: f64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Energy and cost of serving `total_size_s` CPU-seconds of work on the idealised FPGA-only platform:
+/// FPGAs with the paper's default parameters that only ever draw busy power for the work itself.
+pub fn ideal_fpga_only(total_size_s: f64) -> (f64, f64) {
+    let d = Platform::default();
+    let fpga_s = total_size_s / d.fpga.speedup;
+    (fpga_s * d.fpga.busy_power_w, fpga_s * d.fpga.price_per_sec())
+}
+
+impl Report {
+    /// Derives the metrics of `outcome` on `platform`.
+    pub fn new(scheduler: String, dispatcher: String, platform: &Platform, outcome: &Outcome) -> Self {
+        let kind = |k: Kind| {
+            let l = outcome.pool.ledger(k);
+            let spec = platform.spec(k);
+            KindReport {
+                energy: l.energy(spec),
+                cost: l.cost(spec),
+                served: l.served,
+                spin_ups: l.spin_ups,
+                allocated_s: to_secs(l.allocated),
+                busy_s: to_secs(l.busy),
+            }
+        };
+        let (cpu, fpga) = (kind(Kind::Cpu), kind(Kind::Fpga));
+        let requests = outcome.served.iter().sum::<u64>();
+        let share = |n: u64| if requests == 0 { 0.0 } else { n as f64 / requests as f64 };
+        let energy_j = cpu.energy.total_j() + fpga.energy.total_j();
+        let cost = cpu.cost + fpga.cost;
+        let (ideal_energy_j, ideal_cost) = ideal_fpga_only(to_secs(outcome.total_size));
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let h = &outcome.latency_us;
+        let pct = |q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
+        Report {
+            scheduler,
+            dispatcher,
+            headroom_multiple: None,
+            requests,
+            cpu_share: share(outcome.served[Kind::Cpu.index()]),
+            deadline_misses: outcome.misses,
+            miss_share: share(outcome.misses),
+            latency: Latency { p50_ms: pct(0.5), p95_ms: pct(0.95), p99_ms: pct(0.99), max_ms: h.max() as f64 / 1e3 },
+            cpu,
+            fpga,
+            energy_j,
+            cost,
+            ideal_energy_j,
+            ideal_cost,
+            energy_efficiency: ratio(ideal_energy_j, energy_j),
+            relative_cost: ratio(cost, ideal_cost),
+            intervals: outcome.intervals,
+            simulated_s: to_secs(outcome.end),
+            events: outcome.events,
+        }
+    }
+}

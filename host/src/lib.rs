@@ -1,0 +1,16 @@
+//! Spork: hybrid FPGA + CPU scheduling for latency-sensitive, bursty requests.
+//!
+//! - [`model`]: time, requests, worker specs (the paper's Table 6), the worker pool and its ledger.
+//! - [`policy`]: the pure scheduling policy: Spork's allocator (Algorithms 1 and 2), the baselines,
+//!   and the dispatchers (Algorithm 3, round robin, index packing).
+//! - [`trace`]: the b-model, request sizes, Poisson arrivals and the trace file.
+//! - [`evaluate`]: the discrete-event evaluator and its report.
+//! - [`config`]: platform profiles from TOML.
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod evaluate;
+pub mod input;
+pub mod model;
+pub mod policy;
+pub mod trace;

@@ -1,0 +1,63 @@
+//! Energy and cost accounting per worker type.
+//!
+//! Each worker adds its totals once, when it is released, so the event loop never integrates power:
+//! busy energy = busy power x (service + spin time), idle energy = idle power x the rest of its
+//! allocated time, cost = price x allocated time (spin-up and spin-down included).
+
+use super::platform::WorkerSpec;
+use super::time::{Time, to_secs};
+use serde::Serialize;
+
+/// Time totals of the released workers of one type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Ledger {
+    /// Allocated time: from the allocation decision to the end of spin-down, summed over workers.
+    pub allocated: Time,
+    /// Service time of the requests they ran.
+    pub busy: Time,
+    /// Time spent spinning up and down.
+    pub spinning: Time,
+    /// Number of spin-ups.
+    pub spin_ups: u64,
+    /// Requests served.
+    pub served: u64,
+}
+
+/// Energy of one worker type, in joules, split by what the worker was doing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EnergySplit {
+    /// Serving requests.
+    pub busy_j: f64,
+    /// Allocated but idle.
+    pub idle_j: f64,
+    /// Spinning up or down (at busy power).
+    pub spin_j: f64,
+}
+
+impl EnergySplit {
+    /// Sum of the parts.
+    pub fn total_j(&self) -> f64 {
+        self.busy_j + self.idle_j + self.spin_j
+    }
+}
+
+impl Ledger {
+    /// Idle time: allocated time not spent serving or spinning.
+    pub fn idle(&self) -> Time {
+        self.allocated.saturating_sub(self.busy + self.spinning)
+    }
+
+    /// Energy under a worker spec.
+    pub fn energy(&self, spec: &WorkerSpec) -> EnergySplit {
+        EnergySplit {
+            busy_j: spec.busy_power_w * to_secs(self.busy),
+            idle_j: spec.idle_power_w * to_secs(self.idle()),
+            spin_j: spec.busy_power_w * to_secs(self.spinning),
+        }
+    }
+
+    /// Cost in dollars under a worker spec.
+    pub fn cost(&self, spec: &WorkerSpec) -> f64 {
+        spec.price_per_sec() * to_secs(self.allocated)
+    }
+}

@@ -1,0 +1,254 @@
+//! Worker types and their specs, with the paper's Table 6 as the default profile.
+//!
+//! Workers draw busy power while spinning up and down (section 5.1). A CPU worker's speedup is 1 by
+//! definition: request sizes are CPU service times.
+
+use super::time::{Time, from_secs};
+use serde::Serialize;
+
+/// A worker type. The discriminant indexes per-type arrays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A general-purpose CPU worker: fast to spin up, power hungry when busy.
+    Cpu = 0,
+    /// An FPGA worker: slow to reconfigure, efficient when busy.
+    Fpga = 1,
+}
+
+impl Kind {
+    /// Both kinds, in efficiency order (the order efficient-first tries them).
+    pub const EFFICIENT_FIRST: [Kind; 2] = [Kind::Fpga, Kind::Cpu];
+    /// Both kinds, in index order.
+    pub const ALL: [Kind; 2] = [Kind::Cpu, Kind::Fpga];
+
+    /// Array index of this kind.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Cpu => "cpu",
+            Kind::Fpga => "fpga",
+        }
+    }
+}
+
+/// What one worker of a type costs and how fast it is.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WorkerSpec {
+    /// Time from the allocation decision until the worker can serve (FPGA: reconfiguration).
+    #[serde(serialize_with = "ser_secs")]
+    pub spin_up: Time,
+    /// Time from the release decision until the worker stops drawing power and cost.
+    #[serde(serialize_with = "ser_secs")]
+    pub spin_down: Time,
+    /// Processing speedup over a CPU worker (service time = size / speedup).
+    pub speedup: f64,
+    /// Power while serving, spinning up or spinning down, in watts.
+    pub busy_power_w: f64,
+    /// Power while allocated and idle, in watts.
+    pub idle_power_w: f64,
+    /// Prorated price while allocated (spin-up and spin-down included), in dollars per hour.
+    pub price_per_hour: f64,
+}
+
+fn ser_secs<S: serde::Serializer>(t: &Time, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(super::time::to_secs(*t))
+}
+
+impl WorkerSpec {
+    /// Price per second of allocation, in dollars.
+    pub fn price_per_sec(&self) -> f64 {
+        self.price_per_hour / 3600.0
+    }
+
+    /// Service time of a request of `size` (CPU seconds) on this worker.
+    pub fn service(&self, size: Time) -> Time {
+        if self.speedup == 1.0 {
+            size
+        } else {
+            (size as f64 / self.speedup).round() as Time
+        }
+    }
+}
+
+/// The paper's Table 6: defaults and the alternatives its sensitivity study sweeps.
+pub mod table6 {
+    /// CPU spin-up (and spin-down) latency: 5 ms.
+    pub const CPU_SPIN_UP_S: f64 = 0.005;
+    /// CPU spin-down latency: 5 ms.
+    pub const CPU_SPIN_DOWN_S: f64 = 0.005;
+    /// CPU busy power: 150 W.
+    pub const CPU_BUSY_W: f64 = 150.0;
+    /// CPU idle power: default 30 W (section 3.2).
+    pub const CPU_IDLE_W: f64 = 30.0;
+    /// CPU idle power alternatives.
+    pub const CPU_IDLE_W_ALTERNATIVES: [f64; 3] = [10.0, 30.0, 50.0];
+    /// CPU prorated price: $0.668/hr.
+    pub const CPU_PRICE_PER_HOUR: f64 = 0.668;
+
+    /// FPGA spin-up (reconfiguration) latency: default 10 s.
+    pub const FPGA_SPIN_UP_S: f64 = 10.0;
+    /// FPGA spin-up alternatives.
+    pub const FPGA_SPIN_UP_S_ALTERNATIVES: [f64; 4] = [1.0, 10.0, 60.0, 100.0];
+    /// FPGA spin-down latency: 100 ms.
+    pub const FPGA_SPIN_DOWN_S: f64 = 0.1;
+    /// FPGA speedup over a CPU: default 2x.
+    pub const FPGA_SPEEDUP: f64 = 2.0;
+    /// FPGA speedup alternatives.
+    pub const FPGA_SPEEDUP_ALTERNATIVES: [f64; 3] = [1.0, 2.0, 4.0];
+    /// FPGA busy power: default 50 W.
+    pub const FPGA_BUSY_W: f64 = 50.0;
+    /// FPGA busy power alternatives.
+    pub const FPGA_BUSY_W_ALTERNATIVES: [f64; 3] = [25.0, 50.0, 100.0];
+    /// FPGA idle power: default 20 W.
+    pub const FPGA_IDLE_W: f64 = 20.0;
+    /// FPGA idle power alternatives.
+    pub const FPGA_IDLE_W_ALTERNATIVES: [f64; 3] = [10.0, 20.0, 30.0];
+    /// FPGA prorated price: $0.982/hr.
+    pub const FPGA_PRICE_PER_HOUR: f64 = 0.982;
+    /// Deadline as a multiple of the request size.
+    pub const DEADLINE_FACTOR: f64 = 10.0;
+}
+
+/// A CPU + FPGA platform: one spec per worker type and the deadline rule.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Platform {
+    /// CPU workers.
+    pub cpu: WorkerSpec,
+    /// FPGA workers.
+    pub fpga: WorkerSpec,
+    /// A request's deadline is its arrival plus this many times its size.
+    pub deadline_factor: f64,
+}
+
+impl Default for Platform {
+    /// The paper's defaults (Table 6, section 3.2).
+    fn default() -> Self {
+        use table6::*;
+        Platform {
+            cpu: WorkerSpec {
+                spin_up: from_secs(CPU_SPIN_UP_S),
+                spin_down: from_secs(CPU_SPIN_DOWN_S),
+                speedup: 1.0,
+                busy_power_w: CPU_BUSY_W,
+                idle_power_w: CPU_IDLE_W,
+                price_per_hour: CPU_PRICE_PER_HOUR,
+            },
+            fpga: WorkerSpec {
+                spin_up: from_secs(FPGA_SPIN_UP_S),
+                spin_down: from_secs(FPGA_SPIN_DOWN_S),
+                speedup: FPGA_SPEEDUP,
+                busy_power_w: FPGA_BUSY_W,
+                idle_power_w: FPGA_IDLE_W,
+                price_per_hour: FPGA_PRICE_PER_HOUR,
+            },
+            deadline_factor: DEADLINE_FACTOR,
+        }
+    }
+}
+
+impl Platform {
+    /// The spec of a worker type.
+    pub fn spec(&self, kind: Kind) -> &WorkerSpec {
+        match kind {
+            Kind::Cpu => &self.cpu,
+            Kind::Fpga => &self.fpga,
+        }
+    }
+
+    /// Mutable spec of a worker type.
+    pub fn spec_mut(&mut self, kind: Kind) -> &mut WorkerSpec {
+        match kind {
+            Kind::Cpu => &mut self.cpu,
+            Kind::Fpga => &mut self.fpga,
+        }
+    }
+
+    /// The scheduling interval: the FPGA spin-up time (section 5.1, T_s = A_f).
+    pub fn interval(&self) -> Time {
+        self.fpga.spin_up
+    }
+
+    /// How long a worker of this type stays idle before it may spin down: its spin-up time.
+    pub fn idle_timeout(&self, kind: Kind) -> Time {
+        self.spec(kind).spin_up
+    }
+
+    /// Checks that every figure is physically meaningful; returns the first problem found.
+    pub fn validate(&self) -> Result<(), PlatformError> {
+        for kind in Kind::ALL {
+            let s = self.spec(kind);
+            let name = kind.name();
+            let checks: [(&'static str, f64, bool); 4] = [
+                ("speedup", s.speedup, s.speedup > 0.0),
+                ("busy_power_w", s.busy_power_w, s.busy_power_w >= 0.0),
+                ("idle_power_w", s.idle_power_w, s.idle_power_w >= 0.0),
+                ("price_per_hour", s.price_per_hour, s.price_per_hour >= 0.0),
+            ];
+            for (field, value, ok) in checks {
+                if !ok || !value.is_finite() {
+                    return Err(PlatformError::OutOfRange {
+                        field: format!("{name}.{field}"),
+                        value,
+                        expected: if field == "speedup" {
+                            "a finite number above 0"
+                        } else {
+                            "a finite number at or above 0"
+                        },
+                    });
+                }
+            }
+        }
+        if self.cpu.speedup != 1.0 {
+            return Err(PlatformError::OutOfRange {
+                field: "cpu.speedup".into(),
+                value: self.cpu.speedup,
+                expected: "exactly 1 (request sizes are CPU service times; set fpga.speedup instead)",
+            });
+        }
+        if self.fpga.spin_up == 0 {
+            return Err(PlatformError::OutOfRange {
+                field: "fpga.spin_up".into(),
+                value: 0.0,
+                expected: "above 0 (it is also the scheduling interval)",
+            });
+        }
+        if !(self.deadline_factor.is_finite() && self.deadline_factor >= 1.0) {
+            return Err(PlatformError::OutOfRange {
+                field: "requests.deadline_factor".into(),
+                value: self.deadline_factor,
+                expected: "a finite number at or above 1 (a deadline below the size can never be met)",
+            });
+        }
+        if self.fpga.busy_power_w < self.fpga.idle_power_w || self.cpu.busy_power_w < self.cpu.idle_power_w
+        {
+            let kind = if self.fpga.busy_power_w < self.fpga.idle_power_w { "fpga" } else { "cpu" };
+            let s = if kind == "fpga" { &self.fpga } else { &self.cpu };
+            return Err(PlatformError::OutOfRange {
+                field: format!("{kind}.idle_power_w"),
+                value: s.idle_power_w,
+                expected: "at most busy_power_w (an idle worker cannot draw more than a busy one)",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A platform that cannot be simulated.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlatformError {
+    /// A field outside its meaningful range.
+    #[error("{field} = {value} is out of range: expected {expected}")]
+    OutOfRange {
+        /// Dotted field name as in the platform file.
+        field: String,
+        /// The offending value.
+        value: f64,
+        /// What would be accepted.
+        expected: &'static str,
+    },
+}

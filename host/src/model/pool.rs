@@ -1,0 +1,352 @@
+//! The worker pool: worker states plus the ordered indexes that make dispatch O(log n).
+//!
+//! Both drivers (the evaluator and the live runtime) own a `Pool` and change it only through its
+//! methods; policies read it through `&Pool`. Per worker type there are two ordered sets keyed by
+//! `busy_until` (when the worker's queue drains): one for active workers, one for workers still
+//! spinning up. Because a worker's queue is FIFO with known service times, "the busiest worker that
+//! can still meet a deadline" is the largest key at or below `deadline - service`, one range query.
+
+use super::ledger::Ledger;
+use super::platform::Kind;
+use super::time::Time;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+/// A worker's slot in the pool. Slots are reused (lowest first), so ids stay small and dense.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerId(pub u32);
+
+impl WorkerId {
+    /// Slot index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Where a worker is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkerState {
+    /// Configuring; ready at `ready_at`.
+    SpinningUp,
+    /// Serving or idle.
+    Active,
+    /// Releasing; gone at `off_at`.
+    SpinningDown,
+    /// Slot free.
+    Off,
+}
+
+/// One worker.
+#[derive(Clone, Copy, Debug)]
+pub struct Worker {
+    /// Its type.
+    pub kind: Kind,
+    /// Its state.
+    pub state: WorkerState,
+    /// Bumped each time the slot is reused, so stale timers can be recognised.
+    pub generation: u32,
+    /// When it was allocated.
+    pub allocated_at: Time,
+    /// When it can (or could) start serving.
+    pub ready_at: Time,
+    /// When its queue drains (at least `ready_at`).
+    pub busy_until: Time,
+    /// When the release decision was taken (valid while spinning down).
+    pub released_at: Time,
+    /// When spin-down ends (valid while spinning down).
+    pub off_at: Time,
+    /// Spin-up time charged before `allocated_at` (a pool pre-warmed before the run starts).
+    pub prewarm: Time,
+    /// Total service time assigned.
+    pub busy: Time,
+    /// Requests assigned.
+    pub served: u64,
+    /// Workers of its type already allocated when it was allocated (the key of Algorithm 1's L).
+    pub rank: u32,
+    /// Whether the driver has a pending idle timer for it.
+    pub timer_armed: bool,
+}
+
+impl Worker {
+    /// When a request assigned now would start.
+    pub fn start_at(&self, now: Time) -> Time {
+        self.busy_until.max(now)
+    }
+
+    /// Whether it has queued or running work at `now`.
+    pub fn is_busy(&self, now: Time) -> bool {
+        self.busy_until > now
+    }
+}
+
+/// A worker that finished spinning down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    /// Its type.
+    pub kind: Kind,
+    /// Its rank at allocation.
+    pub rank: u32,
+    /// From allocation to the release decision.
+    pub lifetime: Time,
+}
+
+/// Which ordered index to query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Active workers (busy or idle).
+    Active,
+    /// Workers spinning up.
+    Allocating,
+}
+
+/// The worker pool.
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    slots: Vec<Worker>,
+    free: BinaryHeap<Reverse<u32>>,
+    active: [BTreeSet<(Time, WorkerId)>; 2],
+    allocating: [BTreeSet<(Time, WorkerId)>; 2],
+    allocated: [u32; 2],
+    spinning_down: [u32; 2],
+    ledger: [Ledger; 2],
+}
+
+impl Pool {
+    /// An empty pool.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A worker by id. Panics on an id the pool never handed out (a driver bug, not an input error).
+    pub fn worker(&self, id: WorkerId) -> &Worker {
+        &self.slots[id.index()]
+    }
+
+    /// Every slot, live or not, in index order.
+    pub fn slots(&self) -> &[Worker] {
+        &self.slots
+    }
+
+    /// Workers of `kind` allocated and not being released (spinning up or active).
+    pub fn allocated(&self, kind: Kind) -> u32 {
+        self.allocated[kind.index()]
+    }
+
+    /// Workers of `kind` spinning down.
+    pub fn spinning_down(&self, kind: Kind) -> u32 {
+        self.spinning_down[kind.index()]
+    }
+
+    /// Workers of `kind` spinning up.
+    pub fn spinning_up(&self, kind: Kind) -> u32 {
+        self.allocating[kind.index()].len() as u32
+    }
+
+    /// Accounting of the released workers of `kind`.
+    pub fn ledger(&self, kind: Kind) -> &Ledger {
+        &self.ledger[kind.index()]
+    }
+
+    fn index_mut(&mut self, phase: Phase, kind: Kind) -> &mut BTreeSet<(Time, WorkerId)> {
+        match phase {
+            Phase::Active => &mut self.active[kind.index()],
+            Phase::Allocating => &mut self.allocating[kind.index()],
+        }
+    }
+
+    /// The ordered index of `phase` workers of `kind`, keyed by `(busy_until, id)`.
+    pub fn index(&self, phase: Phase, kind: Kind) -> &BTreeSet<(Time, WorkerId)> {
+        match phase {
+            Phase::Active => &self.active[kind.index()],
+            Phase::Allocating => &self.allocating[kind.index()],
+        }
+    }
+
+    /// The `phase` worker of `kind` with the latest `busy_until` at or before `limit`: for active
+    /// workers, the busiest one that is free by `limit`, or if none is busy, the one idle the
+    /// shortest time (if `limit >= now`).
+    pub fn latest_free_by(&self, phase: Phase, kind: Kind, now: Time, limit: Time) -> Option<WorkerId> {
+        if limit < now {
+            return None;
+        }
+        self.index(phase, kind).range(..=(limit, WorkerId(u32::MAX))).next_back().map(|&(_, id)| id)
+    }
+
+    /// The worker of `kind` (active or spinning up) whose queue drains first.
+    pub fn earliest_free(&self, kind: Kind) -> Option<WorkerId> {
+        let a = self.active[kind.index()].first();
+        let b = self.allocating[kind.index()].first();
+        match (a, b) {
+            (Some(x), Some(y)) => Some(if x <= y { x.1 } else { y.1 }),
+            (Some(x), None) | (None, Some(x)) => Some(x.1),
+            (None, None) => None,
+        }
+    }
+
+    /// Starts spinning up a worker of `kind` at `now`, ready at `now + spin_up`.
+    pub fn spin_up(&mut self, kind: Kind, now: Time, spin_up: Time) -> WorkerId {
+        self.add(kind, now, now + spin_up, spin_up, 0, WorkerState::SpinningUp)
+    }
+
+    /// Adds a worker of `kind` that is ready at `now`, its spin-up (`spin_up`) charged as having
+    /// happened just before: a pool pre-warmed before the run starts.
+    pub fn prewarm(&mut self, kind: Kind, now: Time, spin_up: Time) -> WorkerId {
+        self.add(kind, now, now, spin_up, spin_up, WorkerState::Active)
+    }
+
+    fn add(
+        &mut self,
+        kind: Kind,
+        now: Time,
+        ready_at: Time,
+        spin: Time,
+        prewarm: Time,
+        state: WorkerState,
+    ) -> WorkerId {
+        let rank = self.allocated[kind.index()];
+        let fresh = Worker {
+            kind,
+            state,
+            generation: 0,
+            allocated_at: now,
+            ready_at,
+            busy_until: ready_at,
+            released_at: 0,
+            off_at: 0,
+            prewarm,
+            busy: 0,
+            served: 0,
+            rank,
+            timer_armed: false,
+        };
+        let id = match self.free.pop() {
+            Some(Reverse(slot)) => {
+                let generation = self.slots[slot as usize].generation.wrapping_add(1);
+                self.slots[slot as usize] = Worker { generation, ..fresh };
+                WorkerId(slot)
+            }
+            None => {
+                self.slots.push(fresh);
+                WorkerId(self.slots.len() as u32 - 1)
+            }
+        };
+        self.allocated[kind.index()] += 1;
+        let l = &mut self.ledger[kind.index()];
+        l.spin_ups += 1;
+        l.spinning += spin;
+        let phase = if state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
+        self.index_mut(phase, kind).insert((ready_at, id));
+        id
+    }
+
+    /// Marks a spinning-up worker active (its ready time has come).
+    pub fn finish_spin_up(&mut self, id: WorkerId) {
+        let w = &mut self.slots[id.index()];
+        debug_assert_eq!(w.state, WorkerState::SpinningUp);
+        w.state = WorkerState::Active;
+        let (key, kind) = ((w.busy_until, id), w.kind);
+        self.allocating[kind.index()].remove(&key);
+        self.active[kind.index()].insert(key);
+    }
+
+    /// Queues `service` of work on a worker; returns when it starts and finishes.
+    pub fn assign(&mut self, id: WorkerId, now: Time, service: Time) -> (Time, Time) {
+        let w = &mut self.slots[id.index()];
+        debug_assert!(matches!(w.state, WorkerState::Active | WorkerState::SpinningUp));
+        let start = w.start_at(now);
+        let finish = start + service;
+        let old = (w.busy_until, id);
+        w.busy_until = finish;
+        w.busy += service;
+        w.served += 1;
+        let phase = if w.state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
+        let kind = w.kind;
+        let set = self.index_mut(phase, kind);
+        set.remove(&old);
+        set.insert((finish, id));
+        (start, finish)
+    }
+
+    /// Sets whether the driver holds a pending idle timer for this worker.
+    pub fn set_timer_armed(&mut self, id: WorkerId, armed: bool) {
+        self.slots[id.index()].timer_armed = armed;
+    }
+
+    /// Starts releasing an idle active worker at `now`; it is gone at `now + spin_down`.
+    pub fn begin_spin_down(&mut self, id: WorkerId, now: Time, spin_down: Time) {
+        let w = &mut self.slots[id.index()];
+        debug_assert_eq!(w.state, WorkerState::Active);
+        debug_assert!(w.busy_until <= now, "releasing a busy worker");
+        w.state = WorkerState::SpinningDown;
+        w.released_at = now;
+        w.off_at = now + spin_down;
+        let (key, kind) = ((w.busy_until, id), w.kind);
+        self.active[kind.index()].remove(&key);
+        self.allocated[kind.index()] -= 1;
+        self.spinning_down[kind.index()] += 1;
+    }
+
+    /// Completes a spin-down: the worker's totals go to the ledger and its slot is freed.
+    pub fn finish_spin_down(&mut self, id: WorkerId) -> Released {
+        let w = &mut self.slots[id.index()];
+        debug_assert_eq!(w.state, WorkerState::SpinningDown);
+        w.state = WorkerState::Off;
+        let kind = w.kind;
+        let l = &mut self.ledger[kind.index()];
+        l.allocated += w.off_at - w.allocated_at + w.prewarm;
+        l.spinning += w.off_at - w.released_at;
+        l.busy += w.busy;
+        l.served += w.served;
+        let released = Released { kind, rank: w.rank, lifetime: w.released_at - w.allocated_at };
+        self.spinning_down[kind.index()] -= 1;
+        self.free.push(Reverse(id.0));
+        released
+    }
+
+    /// Whether no worker is allocated or spinning down.
+    pub fn is_empty(&self) -> bool {
+        self.allocated == [0, 0] && self.spinning_down == [0, 0]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_free_by_prefers_busiest_then_least_idle() {
+        let mut p = Pool::new();
+        let a = p.prewarm(Kind::Fpga, 0, 10);
+        let b = p.prewarm(Kind::Fpga, 0, 10);
+        let c = p.prewarm(Kind::Fpga, 0, 10);
+        p.assign(a, 0, 50); // busy until 50
+        p.assign(b, 0, 100); // busy until 100
+        // At now=10, limit 60: b cannot (100 > 60); a can and is busier than idle c.
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 60), Some(a));
+        // limit 200: b is the busiest that meets it.
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 200), Some(b));
+        // limit below now: nobody can start in time.
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 5), None);
+        // Only idle c qualifies when limit is in [now, 50).
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 20), Some(c));
+    }
+
+    #[test]
+    fn ledger_sums_allocated_busy_and_spin() {
+        let mut p = Pool::new();
+        let w = p.spin_up(Kind::Cpu, 100, 5);
+        p.assign(w, 100, 20); // queued behind spin-up: 105..125
+        p.finish_spin_up(w);
+        p.begin_spin_down(w, 130, 5);
+        let r = p.finish_spin_down(w);
+        assert_eq!(r.lifetime, 30);
+        let l = p.ledger(Kind::Cpu);
+        assert_eq!((l.allocated, l.busy, l.spinning, l.spin_ups, l.served), (35, 20, 10, 1, 1));
+        assert_eq!(l.idle(), 5);
+        assert!(p.is_empty());
+        // The slot is reused with a new generation.
+        let w2 = p.spin_up(Kind::Fpga, 200, 10);
+        assert_eq!(w2, w);
+        assert_eq!(p.worker(w2).generation, 1);
+    }
+}

@@ -1,0 +1,141 @@
+//! The paper's baselines and the ideal (oracle) Spork variants.
+
+use super::{Allocator, Demand, IntervalStats, needed_fpgas};
+use crate::model::{Platform, time::to_secs};
+use crate::policy::objective::Objective;
+use std::sync::Arc;
+
+/// CPU-dynamic: no FPGAs; CPU workers are spun up on the dispatch path and idle out.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuDynamic;
+
+impl Allocator for CpuDynamic {
+    fn plan(&mut self, _: &IntervalStats) -> u32 {
+        0
+    }
+}
+
+/// FPGA-static: perfect knowledge of the trace; exactly enough FPGAs for the peak interval, held
+/// from the start (one spin-up each, done before the run).
+#[derive(Clone, Copy, Debug)]
+pub struct FpgaStatic {
+    peak: u32,
+}
+
+impl FpgaStatic {
+    /// Sized for the busiest interval of `demand`.
+    pub fn new(demand: &Demand) -> Self {
+        let peak = (0..demand.len()).map(|t| demand.fpgas_ceil(t)).max().unwrap_or(0);
+        FpgaStatic { peak: peak.max(1) }
+    }
+}
+
+impl Allocator for FpgaStatic {
+    fn initial(&mut self) -> u32 {
+        self.peak
+    }
+    fn plan(&mut self, _: &IntervalStats) -> u32 {
+        self.peak
+    }
+}
+
+/// FPGA-dynamic: reactive; the FPGAs the last interval needed plus a headroom of `multiple` times the
+/// largest change in needed FPGAs between consecutive intervals of the trace. The evaluator searches
+/// the least multiple that meets deadlines (see [`crate::evaluate::headroom`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FpgaDynamic {
+    headroom: u32,
+    first: u32,
+    interval_s: f64,
+    speedup: f64,
+}
+
+impl FpgaDynamic {
+    /// The largest change between consecutive intervals of `demand`, in FPGAs.
+    pub fn max_step(demand: &Demand) -> u32 {
+        (1..demand.len()).map(|t| demand.fpgas_ceil(t).abs_diff(demand.fpgas_ceil(t - 1))).max().unwrap_or(0)
+    }
+
+    /// Headroom `multiple` x the largest step of `demand`; starts warm with interval 0's need.
+    pub fn new(demand: &Demand, multiple: u32, platform: &Platform) -> Self {
+        let headroom = multiple * Self::max_step(demand).max(1);
+        FpgaDynamic {
+            headroom,
+            first: demand.fpgas_ceil(0),
+            interval_s: to_secs(platform.interval()),
+            speedup: platform.fpga.speedup,
+        }
+    }
+}
+
+impl Allocator for FpgaDynamic {
+    fn initial(&mut self) -> u32 {
+        (self.first + self.headroom).max(1)
+    }
+    fn plan(&mut self, s: &IntervalStats) -> u32 {
+        if s.index == 0 {
+            return self.initial();
+        }
+        let work = to_secs(s.fpga_work) + to_secs(s.cpu_work) / self.speedup;
+        ((work / self.interval_s).ceil() as u32 + self.headroom).max(1)
+    }
+}
+
+/// SporkE-ideal / SporkC-ideal: Algorithm 1's NeededFPGAs applied to the next interval's actual work
+/// (perfect prediction, no spin-up accounting).
+#[derive(Clone, Debug)]
+pub struct SporkIdeal {
+    demand: Arc<Demand>,
+    breakeven_s: f64,
+}
+
+impl SporkIdeal {
+    /// Perfect predictions from `demand`, rounding with `objective`'s breakeven threshold.
+    pub fn new(demand: Arc<Demand>, objective: Objective, platform: &Platform) -> Self {
+        SporkIdeal { demand, breakeven_s: objective.breakeven_secs(platform) }
+    }
+
+    fn needed(&self, t: usize) -> u32 {
+        needed_fpgas(self.demand.work(t), self.demand.interval_s, self.breakeven_s)
+    }
+}
+
+impl Allocator for SporkIdeal {
+    fn initial(&mut self) -> u32 {
+        self.needed(0)
+    }
+    fn plan(&mut self, s: &IntervalStats) -> u32 {
+        self.needed(s.index + 1)
+    }
+}
+
+/// MArk-ideal: cost-optimised with perfect predictions two intervals ahead. An FPGA spun up now lives
+/// at least two intervals (spin-up, then its idle timeout), so MArk-ideal holds only the FPGAs that pay
+/// for themselves (cost breakeven) in both of the next two intervals; bursts go to CPUs. Paired with
+/// round-robin dispatch.
+#[derive(Clone, Debug)]
+pub struct MarkIdeal {
+    demand: Arc<Demand>,
+    breakeven_s: f64,
+}
+
+impl MarkIdeal {
+    /// Perfect two-interval predictions from `demand`.
+    pub fn new(demand: Arc<Demand>, platform: &Platform) -> Self {
+        MarkIdeal { demand, breakeven_s: Objective::COST.breakeven_secs(platform) }
+    }
+
+    fn needed(&self, t: usize) -> u32 {
+        let work = self.demand.work(t).min(self.demand.work(t + 1));
+        needed_fpgas(work, self.demand.interval_s, self.breakeven_s)
+    }
+}
+
+impl Allocator for MarkIdeal {
+    fn initial(&mut self) -> u32 {
+        self.needed(0)
+    }
+    fn plan(&mut self, s: &IntervalStats) -> u32 {
+        self.needed(s.index + 1)
+    }
+}

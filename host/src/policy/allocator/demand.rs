@@ -1,0 +1,77 @@
+//! Turning work into FPGA counts: Algorithm 1's NeededFPGAs, and per-interval demand for oracles.
+
+use crate::model::{Platform, Time, time::to_secs};
+
+/// Algorithm 1's NeededFPGAs: FPGAs that would have served `work_s` FPGA-seconds in one interval of
+/// `interval_s`, rounding the remainder up only when it exceeds the breakeven threshold.
+pub fn needed_fpgas(work_s: f64, interval_s: f64, breakeven_s: f64) -> u32 {
+    if !(work_s > 0.0) {
+        return 0;
+    }
+    let full = (work_s / interval_s).floor();
+    let rem = work_s - full * interval_s;
+    full as u32 + u32::from(rem > breakeven_s)
+}
+
+/// Work arriving in each scheduling interval of a trace, in FPGA-seconds: the perfect knowledge the
+/// ideal schedulers and the static/dynamic FPGA baselines are given.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Demand {
+    /// FPGA-seconds of work arriving in interval `t`.
+    pub work_s: Vec<f64>,
+    /// Interval length in seconds.
+    pub interval_s: f64,
+}
+
+impl Demand {
+    /// Accumulates arrivals (arrival, CPU size) into intervals of `platform`.
+    pub fn from_requests(
+        platform: &Platform,
+        horizon: Time,
+        requests: impl Iterator<Item = crate::model::Request>,
+    ) -> Self {
+        let interval = platform.interval();
+        let n = horizon.div_ceil(interval).max(1) as usize;
+        let mut work = vec![0.0; n];
+        for r in requests {
+            let t = ((r.arrival / interval) as usize).min(n - 1);
+            work[t] += to_secs(r.size) / platform.fpga.speedup;
+        }
+        Demand { work_s: work, interval_s: to_secs(interval) }
+    }
+
+    /// Work in interval `t` (zero past the end).
+    pub fn work(&self, t: usize) -> f64 {
+        self.work_s.get(t).copied().unwrap_or(0.0)
+    }
+
+    /// FPGAs needed to run interval `t`'s work entirely on FPGAs (rounded up).
+    pub fn fpgas_ceil(&self, t: usize) -> u32 {
+        (self.work(t) / self.interval_s).ceil() as u32
+    }
+
+    /// Number of intervals.
+    pub fn len(&self) -> usize {
+        self.work_s.len()
+    }
+
+    /// Whether there are no intervals.
+    pub fn is_empty(&self) -> bool {
+        self.work_s.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn needed_rounds_up_only_past_breakeven() {
+        assert_eq!(needed_fpgas(0.0, 10.0, 1.0), 0);
+        assert_eq!(needed_fpgas(0.9, 10.0, 1.0), 0);
+        assert_eq!(needed_fpgas(1.1, 10.0, 1.0), 1);
+        assert_eq!(needed_fpgas(21.0, 10.0, 1.0), 2);
+        assert_eq!(needed_fpgas(21.5, 10.0, 1.0), 3);
+        assert_eq!(needed_fpgas(25.0, 10.0, f64::INFINITY), 2);
+    }
+}

@@ -1,0 +1,307 @@
+//! Spork's allocator: Algorithms 1 and 2 of the paper.
+//!
+//! Every interval it turns the last interval's work into the FPGA count that would have served it
+//! (NeededFPGAs), records that count in the histogram conditioned on the count two intervals earlier
+//! (H), and picks the FPGA count for the next interval that minimises the expected objective over
+//! H[n_{t-1}], charging new FPGAs their spin-up amortised over the expected lifetime from L.
+
+use super::{Allocator, IntervalStats, needed_fpgas};
+use crate::model::{Platform, pool::Released, time::to_secs};
+use crate::policy::objective::{Objective, Rates};
+use std::collections::{BTreeMap, HashMap};
+
+/// Observed frequencies of one quantity (a needed-FPGA count).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Histogram {
+    bins: BTreeMap<u32, u64>,
+    total: u64,
+    version: u64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn add(&mut self, value: u32) {
+        *self.bins.entry(value).or_default() += 1;
+        self.total += 1;
+        self.version += 1;
+    }
+
+    /// `(value, probability)` pairs in increasing value order.
+    pub fn probabilities(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let total = self.total as f64;
+        self.bins.iter().map(move |(&v, &c)| (v, c as f64 / total))
+    }
+
+    /// Smallest and largest observed value.
+    pub fn range(&self) -> Option<(u32, u32)> {
+        Some((*self.bins.first_key_value()?.0, *self.bins.last_key_value()?.0))
+    }
+
+    /// Number of observations.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cached {
+    hist_version: u64,
+    n_curr: u32,
+    lifetime_version: u64,
+    choice: u32,
+}
+
+/// Spork's predictive FPGA allocator (SporkE, SporkC, SporkB or any weighted objective).
+#[derive(Clone, Debug)]
+pub struct SporkAllocator {
+    rates: Rates,
+    breakeven_s: f64,
+    interval_s: f64,
+    spin_up_s: f64,
+    speedup: f64,
+    /// Needed counts of the last three intervals, newest last: [n_{t-3}, n_{t-2}, n_{t-1}].
+    recent: [Option<u32>; 3],
+    hist: HashMap<u32, Histogram>,
+    /// Sum and count of FPGA lifetimes (seconds) keyed by the count already allocated at allocation.
+    lifetimes: HashMap<u32, (f64, u64)>,
+    lifetime_version: u64,
+    cache: HashMap<u32, Cached>,
+}
+
+impl SporkAllocator {
+    /// An allocator minimising `objective` on `platform`, with empty history (no warm-up).
+    pub fn new(objective: Objective, platform: &Platform) -> Self {
+        SporkAllocator {
+            rates: objective.rates(platform),
+            breakeven_s: objective.breakeven_secs(platform),
+            interval_s: to_secs(platform.interval()),
+            spin_up_s: to_secs(platform.fpga.spin_up),
+            speedup: platform.fpga.speedup,
+            recent: [None; 3],
+            hist: HashMap::new(),
+            lifetimes: HashMap::new(),
+            lifetime_version: 0,
+            cache: HashMap::new(),
+        }
+    }
+
+    /// Algorithm 1's NeededFPGAs for an interval that ran `fpga_s` on FPGAs and `cpu_s` on CPUs.
+    pub fn needed(&self, fpga_s: f64, cpu_s: f64) -> u32 {
+        needed_fpgas(fpga_s + cpu_s / self.speedup, self.interval_s, self.breakeven_s)
+    }
+
+    /// The histogram of counts seen two intervals after `n`.
+    pub fn histogram(&self, n: u32) -> Option<&Histogram> {
+        self.hist.get(&n)
+    }
+
+    /// Average lifetime in seconds of FPGAs allocated when `rank` were already allocated.
+    pub fn average_lifetime(&self, rank: u32) -> Option<f64> {
+        self.lifetimes.get(&rank).map(|&(sum, n)| sum / n as f64)
+    }
+
+    /// Records an FPGA lifetime directly (what [`Allocator::on_release`] does).
+    pub fn record_lifetime(&mut self, rank: u32, lifetime_s: f64) {
+        let e = self.lifetimes.entry(rank).or_default();
+        e.0 += lifetime_s;
+        e.1 += 1;
+        self.lifetime_version += 1;
+    }
+
+    /// Records one needed count as observed two intervals after `earlier` (Algorithm 1, line 9).
+    pub fn observe(&mut self, earlier: u32, needed: u32) {
+        self.hist.entry(earlier).or_default().add(needed);
+    }
+
+    /// Expected objective over one interval of holding `candidate` FPGAs given `hist`, with `n_curr`
+    /// allocated now (Algorithm 2, lines 10-24), in busy-FPGA-seconds.
+    pub fn expected_cost(&self, candidate: u32, hist: &Histogram, n_curr: u32) -> f64 {
+        let r = &self.rates;
+        let ts = self.interval_s;
+        let mut total = 0.0;
+        // Amortised spin-up of the FPGAs this candidate adds. An FPGA whose rank has no recorded
+        // lifetime yet is charged its whole spin-up (a lifetime of one interval).
+        for rank in n_curr..candidate {
+            let life = self.average_lifetime(rank).unwrap_or(ts);
+            let epochs = (life / ts).ceil().max(1.0);
+            total += r.fpga_busy * self.spin_up_s / epochs;
+        }
+        for (n, prob) in hist.probabilities() {
+            let (c, n) = (candidate as f64, n as f64);
+            let interval = if c > n {
+                (c - n) * r.fpga_idle + n * r.fpga_busy // over-allocation
+            } else {
+                c * r.fpga_busy + (n - c) * self.speedup * r.cpu_busy // under-allocation
+            };
+            total += prob * interval * ts;
+        }
+        total
+    }
+
+    /// Algorithm 2: the FPGA count minimising the expected objective given the count `n_prev` needed
+    /// in the last interval; `n_prev` itself when that count was never seen. Candidates are every
+    /// integer from the smallest to the largest bin; ties go to the smaller count.
+    pub fn predict(&mut self, n_prev: u32, n_curr: u32) -> u32 {
+        let Some(hist) = self.hist.get(&n_prev) else {
+            return n_prev;
+        };
+        if let Some(c) = self.cache.get(&n_prev)
+            && c.hist_version == hist.version
+            && c.n_curr == n_curr
+            && c.lifetime_version == self.lifetime_version
+        {
+            return c.choice;
+        }
+        let Some((lo, hi)) = hist.range() else {
+            return n_prev;
+        };
+        let mut best = (f64::INFINITY, lo);
+        for candidate in lo..=hi {
+            let cost = self.expected_cost(candidate, hist, n_curr);
+            if cost < best.0 {
+                best = (cost, candidate);
+            }
+        }
+        let cached = Cached {
+            hist_version: hist.version,
+            n_curr,
+            lifetime_version: self.lifetime_version,
+            choice: best.1,
+        };
+        self.cache.insert(n_prev, cached);
+        best.1
+    }
+}
+
+impl Allocator for SporkAllocator {
+    fn plan(&mut self, stats: &IntervalStats) -> u32 {
+        if stats.index == 0 {
+            return stats.fpgas_allocated; // no interval has run yet: nothing to learn from
+        }
+        let n_prev = self.needed(to_secs(stats.fpga_work), to_secs(stats.cpu_work));
+        self.recent = [self.recent[1], self.recent[2], Some(n_prev)];
+        if let Some(n3) = self.recent[0] {
+            self.observe(n3, n_prev);
+        }
+        self.predict(n_prev, stats.fpgas_allocated)
+    }
+
+    fn on_release(&mut self, released: &Released) {
+        if released.kind == crate::model::Kind::Fpga {
+            self.record_lifetime(released.rank, to_secs(released.lifetime));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Algorithm 2 on histograms computed by hand. Defaults: T_s = 10 s, S = 2, energy rates in
+    //! busy-FPGA units: CPU busy 150/50 = 3, FPGA busy 1, FPGA idle 20/50 = 0.4.
+    use super::*;
+
+    fn energy() -> SporkAllocator {
+        SporkAllocator::new(Objective::ENERGY, &Platform::default())
+    }
+
+    fn hist(values: &[u32]) -> Histogram {
+        let mut h = Histogram::default();
+        values.iter().for_each(|&v| h.add(v));
+        h
+    }
+
+    #[test]
+    fn unseen_count_keeps_previous_need() {
+        let mut a = energy();
+        assert_eq!(a.predict(7, 0), 7);
+    }
+
+    #[test]
+    fn over_and_under_allocation_by_hand() {
+        let a = energy();
+        let h = hist(&[2, 4]); // p = 1/2 each
+        // Candidate 3 with 3 allocated (no spin-up): n=2 over: 1*0.4 + 2*1 = 2.4; n=4 under:
+        // 3*1 + 1*2*3 = 9. Expected (2.4 + 9)/2 * 10 s = 57.
+        assert!((a.expected_cost(3, &h, 3) - 57.0).abs() < 1e-9);
+        // Candidate 4: n=2 over: 2*0.4 + 2 = 2.8; n=4 exact: 4. (2.8 + 4)/2*10 = 34.
+        assert!((a.expected_cost(4, &h, 4) - 34.0).abs() < 1e-9);
+        // Candidate 2: n=2 exact 2; n=4 under: 2 + 2*2*3 = 14. (2 + 14)/2*10 = 80.
+        assert!((a.expected_cost(2, &h, 2) - 80.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn amortised_spin_up_uses_lifetimes() {
+        let mut a = energy();
+        let h = hist(&[1]);
+        // Holding 1 with 0 allocated: spin-up 1*10 s / 1 epoch = 10, plus busy 10 => 20.
+        assert!((a.expected_cost(1, &h, 0) - 20.0).abs() < 1e-9);
+        // Rank 0 FPGAs have lived 35 s on average: ceil(35/10) = 4 epochs, 10/4 = 2.5.
+        a.record_lifetime(0, 30.0);
+        a.record_lifetime(0, 40.0);
+        assert!((a.expected_cost(1, &h, 0) - 12.5).abs() < 1e-9);
+        // Already allocated: no spin-up term.
+        assert!((a.expected_cost(1, &h, 1) - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn predict_picks_minimum_including_values_between_bins() {
+        let mut a = energy();
+        for v in [0, 10, 10, 10] {
+            a.observe(5, v);
+        }
+        // Energy strongly prefers FPGAs: holding 10 beats any value in between and 0.
+        assert_eq!(a.predict(5, 10), 10);
+        // Cost: idle FPGAs cost as much as busy ones, so the candidate drops below the top bin
+        // only if under-allocation is cheaper; with p(10) = 3/4, S*C_c/C_f = 1.36 > 1, holding 10 wins.
+        let mut c = SporkAllocator::new(Objective::COST, &Platform::default());
+        for v in [0, 10, 10, 10] {
+            c.observe(5, v);
+        }
+        assert_eq!(c.predict(5, 10), 10);
+        // With p(10) = 1/4 cost prefers the bottom: each extra FPGA costs 1 and saves 0.25*1.36.
+        let mut c2 = SporkAllocator::new(Objective::COST, &Platform::default());
+        for v in [0, 0, 0, 10] {
+            c2.observe(5, v);
+        }
+        assert_eq!(c2.predict(5, 10), 0);
+        // Energy in the same case still holds some: each extra costs 0.75*0.4 idle vs saves 0.25*(6-1).
+        let mut e2 = energy();
+        for v in [0, 0, 0, 10] {
+            e2.observe(5, v);
+        }
+        assert_eq!(e2.predict(5, 10), 10);
+    }
+
+    #[test]
+    fn ties_go_to_the_smaller_count() {
+        // Make idle FPGAs free and CPU work cost exactly the FPGA busy rate: every candidate between
+        // the bins then costs the same, and the smallest must win.
+        let mut p = Platform::default();
+        p.fpga.idle_power_w = 0.0;
+        p.cpu.busy_power_w = 25.0; // S * 25 = 50 = FPGA busy
+        let mut a = SporkAllocator::new(Objective::ENERGY, &p);
+        a.observe(3, 1);
+        a.observe(3, 4);
+        assert_eq!(a.predict(3, 4), 1);
+    }
+
+    #[test]
+    fn plan_updates_histogram_two_intervals_apart_and_caches() {
+        let mut a = energy();
+        let s = |fpga_s: f64| IntervalStats {
+            index: 1,
+            fpga_work: crate::model::time::from_secs(fpga_s),
+            cpu_work: 0,
+            fpgas_allocated: 0,
+        };
+        // Needed counts 1, 2, 3, 4: H[1] gets 3, H[2] gets 4.
+        for w in [10.0, 20.0, 30.0, 40.0] {
+            a.plan(&s(w));
+        }
+        assert_eq!(a.histogram(1).map(Histogram::total), Some(1));
+        assert_eq!(a.histogram(2).map(Histogram::total), Some(1));
+        assert!(a.histogram(3).is_none());
+        // n_{t-1} = 1 now: H[1] = {3} so the prediction is 3, and a repeat hits the cache.
+        assert_eq!(a.plan(&s(10.0)), 3);
+        assert_eq!(a.predict(1, 0), 3);
+    }
+}

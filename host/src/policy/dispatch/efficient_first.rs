@@ -1,0 +1,43 @@
+//! Algorithm 3: efficient-first dispatch.
+//!
+//! FPGAs before CPUs; within a type, the busiest worker that can still meet the deadline, then the
+//! one idle the shortest time, then a worker still spinning up. Packing work onto the busiest workers
+//! lets the others idle out and be reclaimed. Each step is one range query on the pool's ordered
+//! index, so a decision is O(log n) in the number of workers.
+//!
+//! One refinement of the paper's wording: workers still spinning up are ordered by when their queue
+//! drains (ready time plus queued work) rather than by queued work alone; the two orders agree for
+//! workers that started spinning up together, which is how FPGAs are allocated (at interval ticks).
+
+use super::{Fleet, Job, Placement, fallback};
+use crate::model::{Kind, Pool, Time, pool::Phase};
+
+/// Algorithm 3.
+#[derive(Clone, Copy, Debug)]
+pub struct EfficientFirst {
+    fleet: Fleet,
+}
+
+impl EfficientFirst {
+    /// For workers of `fleet`.
+    pub fn new(fleet: Fleet) -> Self {
+        EfficientFirst { fleet }
+    }
+
+    /// Where to run `job` at `now`.
+    #[inline]
+    pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
+        for kind in Kind::EFFICIENT_FIRST {
+            if !self.fleet.allows(kind) {
+                continue;
+            }
+            let Some(limit) = job.latest_start(kind) else { continue };
+            for phase in [Phase::Active, Phase::Allocating] {
+                if let Some(w) = pool.latest_free_by(phase, kind, now, limit) {
+                    return Placement::Assign(w);
+                }
+            }
+        }
+        fallback(pool, self.fleet)
+    }
+}

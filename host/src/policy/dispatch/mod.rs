@@ -1,0 +1,140 @@
+//! Request dispatchers: where each request runs.
+//!
+//! A dispatcher reads the pool and answers a [`Placement`]; the driver applies it. All three can be
+//! paired with any allocator. When no allocated worker can meet the deadline, a hybrid or CPU-only
+//! fleet spins up a new CPU worker (Algorithm 3, line 6); an FPGA-only fleet queues the request on the
+//! FPGA that frees up first (a deadline miss), spinning one up only if it has none.
+
+mod efficient_first;
+mod index_packing;
+mod round_robin;
+
+pub use efficient_first::EfficientFirst;
+pub use index_packing::IndexPacking;
+pub use round_robin::RoundRobin;
+
+use crate::model::{Kind, Pool, Time, WorkerId};
+use serde::Serialize;
+
+/// The worker types a scheduler may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Fleet {
+    /// CPU workers allowed.
+    pub cpu: bool,
+    /// FPGA workers allowed.
+    pub fpga: bool,
+}
+
+impl Fleet {
+    /// CPUs and FPGAs.
+    pub const HYBRID: Fleet = Fleet { cpu: true, fpga: true };
+    /// CPUs only.
+    pub const CPU_ONLY: Fleet = Fleet { cpu: true, fpga: false };
+    /// FPGAs only.
+    pub const FPGA_ONLY: Fleet = Fleet { cpu: false, fpga: true };
+
+    /// Whether `kind` is allowed.
+    pub fn allows(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Cpu => self.cpu,
+            Kind::Fpga => self.fpga,
+        }
+    }
+}
+
+/// A request as a dispatcher sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Job {
+    /// Absolute deadline.
+    pub deadline: Time,
+    /// Service time on each worker type, indexed by [`Kind::index`].
+    pub service: [Time; 2],
+}
+
+impl Job {
+    /// The latest time a worker of `kind` may start it and still meet the deadline.
+    pub fn latest_start(&self, kind: Kind) -> Option<Time> {
+        self.deadline.checked_sub(self.service[kind.index()])
+    }
+}
+
+/// A dispatch decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Queue on this worker.
+    Assign(WorkerId),
+    /// Spin up a new worker of this type and queue on it.
+    SpinUp(Kind),
+}
+
+/// The dispatchers, as a closed set (static dispatch on the hot path).
+#[derive(Clone, Debug)]
+pub enum Dispatcher {
+    /// Algorithm 3.
+    EfficientFirst(EfficientFirst),
+    /// MArk's round robin.
+    RoundRobin(RoundRobin),
+    /// AutoScale's index packing.
+    IndexPacking(IndexPacking),
+}
+
+/// Names of the dispatchers, as the CLI spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatcherKind {
+    /// Algorithm 3: FPGAs before CPUs; busiest, then least idle, then allocating.
+    EfficientFirst,
+    /// Rotate over allocated workers, skipping those that would miss the deadline.
+    RoundRobin,
+    /// Lowest-indexed worker that meets the deadline, whatever its type.
+    IndexPacking,
+}
+
+impl DispatcherKind {
+    /// A fresh dispatcher for `fleet`.
+    pub fn build(self, fleet: Fleet) -> Dispatcher {
+        match self {
+            DispatcherKind::EfficientFirst => Dispatcher::EfficientFirst(EfficientFirst::new(fleet)),
+            DispatcherKind::RoundRobin => Dispatcher::RoundRobin(RoundRobin::new(fleet)),
+            DispatcherKind::IndexPacking => Dispatcher::IndexPacking(IndexPacking::new(fleet)),
+        }
+    }
+
+    /// Kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DispatcherKind::EfficientFirst => "efficient-first",
+            DispatcherKind::RoundRobin => "round-robin",
+            DispatcherKind::IndexPacking => "index-packing",
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Where to run `job` at `now`.
+    #[inline]
+    pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
+        match self {
+            Dispatcher::EfficientFirst(d) => d.place(pool, job, now),
+            Dispatcher::RoundRobin(d) => d.place(pool, job, now),
+            Dispatcher::IndexPacking(d) => d.place(pool, job, now),
+        }
+    }
+}
+
+/// What every dispatcher does when no allocated worker can meet the deadline.
+fn fallback(pool: &Pool, fleet: Fleet) -> Placement {
+    if fleet.cpu {
+        return Placement::SpinUp(Kind::Cpu);
+    }
+    match pool.earliest_free(Kind::Fpga) {
+        Some(w) => Placement::Assign(w),
+        None => Placement::SpinUp(Kind::Fpga),
+    }
+}
+
+/// Whether worker `w` (live) can start `job` by its latest start.
+fn can_meet(pool: &Pool, w: WorkerId, job: &Job, now: Time) -> bool {
+    let worker = pool.worker(w);
+    job.latest_start(worker.kind).is_some_and(|ls| worker.start_at(now) <= ls)
+}

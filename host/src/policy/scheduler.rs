@@ -1,0 +1,175 @@
+//! The named schedulers of the paper: an allocator, a default dispatcher and a fleet each.
+
+use super::allocator::{
+    Allocator, CpuDynamic, Demand, FpgaDynamic, FpgaStatic, MarkIdeal, SporkAllocator, SporkIdeal,
+};
+use super::dispatch::{DispatcherKind, Fleet};
+use super::objective::Objective;
+use crate::model::Platform;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// A scheduler by name.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scheduler {
+    /// CPU-only, reactive.
+    CpuDynamic,
+    /// FPGA-only, sized for the peak with perfect knowledge.
+    FpgaStatic,
+    /// FPGA-only, reactive with the least headroom that meets deadlines.
+    FpgaDynamic,
+    /// Cost-optimised hybrid with perfect two-interval predictions and round robin.
+    MarkIdeal,
+    /// Spork minimising a weighted objective (SporkE, SporkC, SporkB or any other weight).
+    Spork(Objective),
+    /// Spork with perfect next-interval knowledge.
+    SporkIdeal(Objective),
+}
+
+impl Scheduler {
+    /// The nine schedulers of the paper's evaluation, in its table order.
+    pub const PAPER: [Scheduler; 9] = [
+        Scheduler::CpuDynamic,
+        Scheduler::FpgaStatic,
+        Scheduler::FpgaDynamic,
+        Scheduler::MarkIdeal,
+        Scheduler::Spork(Objective::COST),
+        Scheduler::Spork(Objective::BALANCED),
+        Scheduler::Spork(Objective::ENERGY),
+        Scheduler::SporkIdeal(Objective::COST),
+        Scheduler::SporkIdeal(Objective::ENERGY),
+    ];
+
+    /// Names accepted on the command line.
+    pub const NAMES: &'static str = "cpu-dynamic, fpga-static, fpga-dynamic, mark-ideal, spork-c, spork-b, \
+        spork-e, spork-c-ideal, spork-e-ideal, spork:<energy weight 0..1>, spork-ideal:<weight>, all";
+
+    /// Worker types it uses.
+    pub fn fleet(&self) -> Fleet {
+        match self {
+            Scheduler::CpuDynamic => Fleet::CPU_ONLY,
+            Scheduler::FpgaStatic | Scheduler::FpgaDynamic => Fleet::FPGA_ONLY,
+            _ => Fleet::HYBRID,
+        }
+    }
+
+    /// The dispatcher the paper pairs it with.
+    pub fn default_dispatcher(&self) -> DispatcherKind {
+        match self {
+            Scheduler::MarkIdeal => DispatcherKind::RoundRobin,
+            _ => DispatcherKind::EfficientFirst,
+        }
+    }
+
+    /// Whether it needs the trace's per-interval demand in advance.
+    pub fn needs_demand(&self) -> bool {
+        !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_))
+    }
+
+    /// Whether the evaluator must search its headroom.
+    pub fn searches_headroom(&self) -> bool {
+        matches!(self, Scheduler::FpgaDynamic)
+    }
+
+    /// A fresh allocator. `demand` is required when [`Self::needs_demand`]; `headroom` is
+    /// FPGA-dynamic's multiple.
+    pub fn allocator(
+        &self,
+        platform: &Platform,
+        demand: Option<&Arc<Demand>>,
+        headroom: u32,
+    ) -> Box<dyn Allocator> {
+        let demand = || demand.cloned().unwrap_or_default();
+        match *self {
+            Scheduler::CpuDynamic => Box::new(CpuDynamic),
+            Scheduler::FpgaStatic => Box::new(FpgaStatic::new(&demand())),
+            Scheduler::FpgaDynamic => Box::new(FpgaDynamic::new(&demand(), headroom, platform)),
+            Scheduler::MarkIdeal => Box::new(MarkIdeal::new(demand(), platform)),
+            Scheduler::Spork(o) => Box::new(SporkAllocator::new(o, platform)),
+            Scheduler::SporkIdeal(o) => Box::new(SporkIdeal::new(demand(), o, platform)),
+        }
+    }
+}
+
+impl fmt::Display for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let named = |o: &Objective| {
+            if *o == Objective::ENERGY {
+                Some("E")
+            } else if *o == Objective::COST {
+                Some("C")
+            } else if *o == Objective::BALANCED {
+                Some("B")
+            } else {
+                None
+            }
+        };
+        match self {
+            Scheduler::CpuDynamic => f.write_str("CPU-dynamic"),
+            Scheduler::FpgaStatic => f.write_str("FPGA-static"),
+            Scheduler::FpgaDynamic => f.write_str("FPGA-dynamic"),
+            Scheduler::MarkIdeal => f.write_str("MArk-ideal"),
+            Scheduler::Spork(o) => match named(o) {
+                Some(n) => write!(f, "Spork{n}"),
+                None => write!(f, "Spork(e={:.2})", o.energy),
+            },
+            Scheduler::SporkIdeal(o) => match named(o) {
+                Some(n) => write!(f, "Spork{n}-ideal"),
+                None => write!(f, "Spork(e={:.2})-ideal", o.energy),
+            },
+        }
+    }
+}
+
+/// An unknown scheduler name.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("unknown scheduler '{0}': expected one of {names}", names = Scheduler::NAMES)]
+pub struct UnknownScheduler(pub String);
+
+impl FromStr for Scheduler {
+    type Err = UnknownScheduler;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        let weighted = |w: &str, ideal: bool| {
+            w.parse::<f64>().ok().and_then(Objective::weighted).map(|o| {
+                if ideal { Scheduler::SporkIdeal(o) } else { Scheduler::Spork(o) }
+            })
+        };
+        let parsed = match lower.as_str() {
+            "cpu-dynamic" => Some(Scheduler::CpuDynamic),
+            "fpga-static" => Some(Scheduler::FpgaStatic),
+            "fpga-dynamic" => Some(Scheduler::FpgaDynamic),
+            "mark-ideal" => Some(Scheduler::MarkIdeal),
+            "spork-e" | "sporke" => Some(Scheduler::Spork(Objective::ENERGY)),
+            "spork-c" | "sporkc" => Some(Scheduler::Spork(Objective::COST)),
+            "spork-b" | "sporkb" => Some(Scheduler::Spork(Objective::BALANCED)),
+            "spork-e-ideal" | "sporke-ideal" => Some(Scheduler::SporkIdeal(Objective::ENERGY)),
+            "spork-c-ideal" | "sporkc-ideal" => Some(Scheduler::SporkIdeal(Objective::COST)),
+            other => match other.split_once(':') {
+                Some(("spork", w)) => weighted(w, false),
+                Some(("spork-ideal", w)) => weighted(w, true),
+                _ => None,
+            },
+        };
+        parsed.ok_or_else(|| UnknownScheduler(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in Scheduler::PAPER {
+            let name = s.to_string().to_ascii_lowercase().replace("sporke", "spork-e").replace("sporkc", "spork-c").replace("sporkb", "spork-b");
+            assert_eq!(name.parse::<Scheduler>(), Ok(s), "{name}");
+        }
+        assert_eq!("spork:0.25".parse::<Scheduler>(), Ok(Scheduler::Spork(Objective { energy: 0.25, cost: 0.75 })));
+        assert!("spork:2".parse::<Scheduler>().is_err());
+        let err = "sprok-e".parse::<Scheduler>().unwrap_err().to_string();
+        assert!(err.contains("sprok-e") && err.contains("spork-e"), "{err}");
+    }
+}
