@@ -108,9 +108,13 @@ fn apply_worker(
             )
         };
         match v.get_ref() {
-            DurationValue::Secs(s) if s.is_finite() && *s >= 0.0 && *s < 1e9 => Ok(crate::model::time::from_secs(*s)),
+            DurationValue::Secs(s) if s.is_finite() && *s >= 0.0 && *s < 1e9 => {
+                Ok(crate::model::time::from_secs(*s))
+            }
             DurationValue::Secs(s) => Err(bad(format!("{s} is not a duration"))),
-            DurationValue::Text(t) => humantime::parse_duration(t).map(from_duration).map_err(|e| bad(format!("'{t}': {e}"))),
+            DurationValue::Text(t) => {
+                humantime::parse_duration(t).map(from_duration).map_err(|e| bad(format!("'{t}': {e}")))
+            }
         }
     };
     if let Some(v) = &w.spin_up {
@@ -161,9 +165,13 @@ mod tests {
 
     #[test]
     fn errors_point_at_line_and_field() {
-        let e = parse_platform(Path::new("p.toml"), "[fpga]\nspeedup = 2\nbusy_power_w = -5\n").unwrap_err().to_string();
+        let e = parse_platform(Path::new("p.toml"), "[fpga]\nspeedup = 2\nbusy_power_w = -5\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("p.toml:3:16: fpga.busy_power_w"), "{e}");
-        let e = parse_platform(Path::new("p.toml"), "[fpga]\nspin_up = \"ten seconds\"\n").unwrap_err().to_string();
+        let e = parse_platform(Path::new("p.toml"), "[fpga]\nspin_up = \"ten seconds\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("p.toml:2:11: fpga.spin_up"), "{e}");
         let e = parse_platform(Path::new("p.toml"), "[gpu]\nspeedup = 2\n").unwrap_err().to_string();
         assert!(e.contains("p.toml:1:") && e.contains("gpu"), "{e}");

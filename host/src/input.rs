@@ -65,18 +65,31 @@ pub enum InputError {
 
 impl InputError {
     /// An invalid field at `location`.
-    pub fn invalid(location: Location, field: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn invalid(
+        location: Location,
+        field: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         InputError::Invalid { location, field: field.into(), problem: problem.into(), fix: fix.into() }
     }
 
     /// Reads `path` to a string.
     pub fn read(path: &Path) -> Result<String, InputError> {
-        std::fs::read_to_string(path).map_err(|source| InputError::Io { action: "read", path: path.to_path_buf(), source })
+        std::fs::read_to_string(path).map_err(|source| InputError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Writes `text` to `path`.
     pub fn write(path: &Path, text: &str) -> Result<(), InputError> {
-        std::fs::write(path, text).map_err(|source| InputError::Io { action: "write", path: path.to_path_buf(), source })
+        std::fs::write(path, text).map_err(|source| InputError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// A TOML syntax or type error, located, with the field serde named if any.

@@ -31,6 +31,9 @@ enum Timer {
     SpinDownDone,
 }
 
+/// A pending worker timer: (due, sequence for FIFO ties, kind, worker, worker generation).
+type PendingTimer = Reverse<(Time, u64, Timer, WorkerId, u32)>;
+
 /// Raw results of one run, before metrics are derived.
 #[derive(Clone, Debug)]
 pub struct Outcome {
@@ -59,7 +62,7 @@ pub struct Engine<'a, P: Probe> {
     dispatcher: Dispatcher,
     probe: P,
     pool: Pool,
-    timers: BinaryHeap<Reverse<(Time, u64, Timer, WorkerId, u32)>>,
+    timers: BinaryHeap<PendingTimer>,
     seq: u64,
     target: u32,
     work: [Time; 2],
@@ -68,11 +71,17 @@ pub struct Engine<'a, P: Probe> {
     total_size: Time,
     latency: Histogram<u64>,
     events: u64,
+    drain_surplus: bool,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
     /// A run of `allocator` and `dispatcher` on `platform`, reporting served requests to `probe`.
-    pub fn new(platform: &'a Platform, allocator: &'a mut dyn Allocator, dispatcher: Dispatcher, probe: P) -> Self {
+    pub fn new(
+        platform: &'a Platform,
+        allocator: &'a mut dyn Allocator,
+        dispatcher: Dispatcher,
+        probe: P,
+    ) -> Self {
         Engine {
             platform,
             allocator,
@@ -87,9 +96,18 @@ impl<'a, P: Probe> Engine<'a, P> {
             misses: 0,
             total_size: 0,
             // 1 us to 30 days at 3 significant digits; values above are clamped.
-            latency: Histogram::new_with_bounds(1, 30 * 86_400 * 1_000_000, 3).expect("static histogram bounds"),
+            latency: Histogram::new_with_bounds(1, 30 * 86_400 * 1_000_000, 3)
+                .expect("static histogram bounds"),
             events: 0,
+            drain_surplus: false,
         }
+    }
+
+    /// Takes FPGAs above the target out of dispatch at each tick (MArk-ideal), instead of letting
+    /// them idle out under the dispatcher.
+    pub fn drain_surplus(mut self, on: bool) -> Self {
+        self.drain_surplus = on;
+        self
     }
 
     /// Runs `requests` (in arrival order) over a trace of length `horizon`; returns the outcome and
@@ -109,8 +127,10 @@ impl<'a, P: Probe> Engine<'a, P> {
             let timer_at = self.timers.peek().map(|Reverse(t)| t.0);
             let arrival_at = requests.peek().map(|r| r.arrival);
             // Pick the earliest source; ties go timers, then ticks, then arrivals.
-            let tick_due = next_tick.is_some_and(|t| timer_at.is_none_or(|x| t < x) && arrival_at.is_none_or(|a| t <= a));
-            let timer_due = timer_at.is_some_and(|x| next_tick.is_none_or(|t| x <= t) && arrival_at.is_none_or(|a| x <= a));
+            let tick_due = next_tick
+                .is_some_and(|t| timer_at.is_none_or(|x| t < x) && arrival_at.is_none_or(|a| t <= a));
+            let timer_due = timer_at
+                .is_some_and(|x| next_tick.is_none_or(|t| x <= t) && arrival_at.is_none_or(|a| x <= a));
             self.events += 1;
             if timer_due {
                 let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
@@ -195,7 +215,14 @@ impl<'a, P: Probe> Engine<'a, P> {
                 let due = w.busy_until.saturating_add(timeout);
                 if now < due {
                     self.arm(id, timeout);
-                } else if may_release(w.kind, w.busy_until, now, timeout, self.pool.allocated(Kind::Fpga), self.target) {
+                } else if may_release(
+                    w.kind,
+                    w.busy_until,
+                    now,
+                    timeout,
+                    self.pool.allocated(Kind::Fpga),
+                    self.target,
+                ) {
                     self.release(id, now);
                 }
                 // Otherwise an FPGA within the target is held, timer unarmed, until it gets work or
@@ -218,13 +245,33 @@ impl<'a, P: Probe> Engine<'a, P> {
         };
         self.work = [0; 2];
         self.target = self.allocator.plan(&stats);
-        let allocated = self.pool.allocated(Kind::Fpga);
-        if self.target > allocated {
-            for _ in allocated..self.target {
+        let serving = self.pool.allocated(Kind::Fpga) - self.pool.draining(Kind::Fpga);
+        if self.target > serving {
+            let mut missing = self.target - serving;
+            while missing > 0 {
+                let Some(id) = self.pool.first_draining(Kind::Fpga) else { break };
+                self.pool.undrain(id);
+                missing -= 1;
+            }
+            for _ in 0..missing {
                 self.spin_up(Kind::Fpga, now);
             }
         } else {
+            if self.drain_surplus {
+                self.drain_least_loaded(serving - self.target);
+            }
             self.release_idle_fpgas(now);
+        }
+    }
+
+    /// Takes the `count` least-loaded active FPGAs out of dispatch.
+    fn drain_least_loaded(&mut self, count: u32) {
+        for _ in 0..count {
+            let Some(&(_, id)) = self.pool.index(Phase::Active, Kind::Fpga).first() else { break };
+            self.pool.drain(id);
+            if !self.pool.worker(id).timer_armed {
+                self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+            }
         }
     }
 
@@ -244,12 +291,12 @@ impl<'a, P: Probe> Engine<'a, P> {
     fn drain(&mut self, now: Time) {
         self.target = 0;
         self.release_idle_fpgas(now);
-        let held: Vec<WorkerId> = self
-            .pool
-            .index(Phase::Active, Kind::Fpga)
-            .iter()
-            .map(|&(_, id)| id)
-            .filter(|&id| !self.pool.worker(id).timer_armed)
+        let held: Vec<WorkerId> = (0..self.pool.slots().len() as u32)
+            .map(WorkerId)
+            .filter(|&id| {
+                let w = self.pool.worker(id);
+                w.kind == Kind::Fpga && w.state == WorkerState::Active && !w.timer_armed
+            })
             .collect();
         for id in held {
             self.arm(id, self.platform.idle_timeout(Kind::Fpga));

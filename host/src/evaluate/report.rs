@@ -118,7 +118,12 @@ impl Report {
             cpu_share: share(outcome.served[Kind::Cpu.index()]),
             deadline_misses: outcome.misses,
             miss_share: share(outcome.misses),
-            latency: Latency { p50_ms: pct(0.5), p95_ms: pct(0.95), p99_ms: pct(0.99), max_ms: h.max() as f64 / 1e3 },
+            latency: Latency {
+                p50_ms: pct(0.5),
+                p95_ms: pct(0.95),
+                p99_ms: pct(0.99),
+                max_ms: h.max() as f64 / 1e3,
+            },
             cpu,
             fpga,
             energy_j,

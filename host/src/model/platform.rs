@@ -67,11 +67,7 @@ impl WorkerSpec {
 
     /// Service time of a request of `size` (CPU seconds) on this worker.
     pub fn service(&self, size: Time) -> Time {
-        if self.speedup == 1.0 {
-            size
-        } else {
-            (size as f64 / self.speedup).round() as Time
-        }
+        if self.speedup == 1.0 { size } else { (size as f64 / self.speedup).round() as Time }
     }
 }
 
@@ -224,8 +220,7 @@ impl Platform {
                 expected: "a finite number at or above 1 (a deadline below the size can never be met)",
             });
         }
-        if self.fpga.busy_power_w < self.fpga.idle_power_w || self.cpu.busy_power_w < self.cpu.idle_power_w
-        {
+        if self.fpga.busy_power_w < self.fpga.idle_power_w || self.cpu.busy_power_w < self.cpu.idle_power_w {
             let kind = if self.fpga.busy_power_w < self.fpga.idle_power_w { "fpga" } else { "cpu" };
             let s = if kind == "fpga" { &self.fpga } else { &self.cpu };
             return Err(PlatformError::OutOfRange {

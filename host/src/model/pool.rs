@@ -65,6 +65,9 @@ pub struct Worker {
     pub rank: u32,
     /// Whether the driver has a pending idle timer for it.
     pub timer_armed: bool,
+    /// Taken out of dispatch by an allocator that enforces its target; it finishes its queue and
+    /// idles out unless it is taken back.
+    pub draining: bool,
 }
 
 impl Worker {
@@ -107,6 +110,7 @@ pub struct Pool {
     active: [BTreeSet<(Time, WorkerId)>; 2],
     allocating: [BTreeSet<(Time, WorkerId)>; 2],
     allocated: [u32; 2],
+    draining: [u32; 2],
     spinning_down: [u32; 2],
     ledger: [Ledger; 2],
 }
@@ -130,6 +134,11 @@ impl Pool {
     /// Workers of `kind` allocated and not being released (spinning up or active).
     pub fn allocated(&self, kind: Kind) -> u32 {
         self.allocated[kind.index()]
+    }
+
+    /// Workers of `kind` allocated but draining (out of dispatch).
+    pub fn draining(&self, kind: Kind) -> u32 {
+        self.draining[kind.index()]
     }
 
     /// Workers of `kind` spinning down.
@@ -218,6 +227,7 @@ impl Pool {
             served: 0,
             rank,
             timer_armed: false,
+            draining: false,
         };
         let id = match self.free.pop() {
             Some(Reverse(slot)) => {
@@ -267,6 +277,37 @@ impl Pool {
         (start, finish)
     }
 
+    /// Takes an active worker out of dispatch: it keeps its queue and can be released once idle.
+    pub fn drain(&mut self, id: WorkerId) {
+        let w = &mut self.slots[id.index()];
+        debug_assert!(w.state == WorkerState::Active && !w.draining);
+        w.draining = true;
+        let (key, kind) = ((w.busy_until, id), w.kind);
+        self.active[kind.index()].remove(&key);
+        self.draining[kind.index()] += 1;
+    }
+
+    /// Returns a draining worker to dispatch.
+    pub fn undrain(&mut self, id: WorkerId) {
+        let w = &mut self.slots[id.index()];
+        debug_assert!(w.state == WorkerState::Active && w.draining);
+        w.draining = false;
+        let (key, kind) = ((w.busy_until, id), w.kind);
+        self.active[kind.index()].insert(key);
+        self.draining[kind.index()] -= 1;
+    }
+
+    /// A draining worker of `kind`, if any (lowest slot first).
+    pub fn first_draining(&self, kind: Kind) -> Option<WorkerId> {
+        if self.draining[kind.index()] == 0 {
+            return None;
+        }
+        self.slots
+            .iter()
+            .position(|w| w.kind == kind && w.state == WorkerState::Active && w.draining)
+            .map(|i| WorkerId(i as u32))
+    }
+
     /// Sets whether the driver holds a pending idle timer for this worker.
     pub fn set_timer_armed(&mut self, id: WorkerId, armed: bool) {
         self.slots[id.index()].timer_armed = armed;
@@ -281,7 +322,12 @@ impl Pool {
         w.released_at = now;
         w.off_at = now + spin_down;
         let (key, kind) = ((w.busy_until, id), w.kind);
-        self.active[kind.index()].remove(&key);
+        if w.draining {
+            w.draining = false;
+            self.draining[kind.index()] -= 1;
+        } else {
+            self.active[kind.index()].remove(&key);
+        }
         self.allocated[kind.index()] -= 1;
         self.spinning_down[kind.index()] += 1;
     }

@@ -67,6 +67,12 @@ impl Scheduler {
         !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_))
     }
 
+    /// Whether FPGAs above the allocator's target are taken out of dispatch at once (MArk-ideal
+    /// terminates surplus instances; the others let surplus FPGAs idle out under their dispatcher).
+    pub fn drains_surplus(&self) -> bool {
+        matches!(self, Scheduler::MarkIdeal)
+    }
+
     /// Whether the evaluator must search its headroom.
     pub fn searches_headroom(&self) -> bool {
         matches!(self, Scheduler::FpgaDynamic)
@@ -133,9 +139,10 @@ impl FromStr for Scheduler {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.trim().to_ascii_lowercase();
         let weighted = |w: &str, ideal: bool| {
-            w.parse::<f64>().ok().and_then(Objective::weighted).map(|o| {
-                if ideal { Scheduler::SporkIdeal(o) } else { Scheduler::Spork(o) }
-            })
+            w.parse::<f64>()
+                .ok()
+                .and_then(Objective::weighted)
+                .map(|o| if ideal { Scheduler::SporkIdeal(o) } else { Scheduler::Spork(o) })
         };
         let parsed = match lower.as_str() {
             "cpu-dynamic" => Some(Scheduler::CpuDynamic),
@@ -164,10 +171,18 @@ mod tests {
     #[test]
     fn names_round_trip() {
         for s in Scheduler::PAPER {
-            let name = s.to_string().to_ascii_lowercase().replace("sporke", "spork-e").replace("sporkc", "spork-c").replace("sporkb", "spork-b");
+            let name = s
+                .to_string()
+                .to_ascii_lowercase()
+                .replace("sporke", "spork-e")
+                .replace("sporkc", "spork-c")
+                .replace("sporkb", "spork-b");
             assert_eq!(name.parse::<Scheduler>(), Ok(s), "{name}");
         }
-        assert_eq!("spork:0.25".parse::<Scheduler>(), Ok(Scheduler::Spork(Objective { energy: 0.25, cost: 0.75 })));
+        assert_eq!(
+            "spork:0.25".parse::<Scheduler>(),
+            Ok(Scheduler::Spork(Objective { energy: 0.25, cost: 0.75 }))
+        );
         assert!("spork:2".parse::<Scheduler>().is_err());
         let err = "sprok-e".parse::<Scheduler>().unwrap_err().to_string();
         assert!(err.contains("sprok-e") && err.contains("spork-e"), "{err}");

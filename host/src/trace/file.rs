@@ -53,7 +53,12 @@ pub fn read(path: &Path) -> Result<RateTrace, InputError> {
 /// Parses and validates trace text read from `path`.
 pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
     let raw: RawTrace = toml::from_str(text).map_err(|e| {
-        InputError::from_toml(path, text, &e, "see the format in `spork trace gen --help`; regenerate with `spork trace gen`")
+        InputError::from_toml(
+            path,
+            text,
+            &e,
+            "see the format in `spork trace gen --help`; regenerate with `spork trace gen`",
+        )
     })?;
     let at = |span: std::ops::Range<usize>| Location::at(path, text, span.start);
     if raw.format.get_ref() != FORMAT {
@@ -75,7 +80,12 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
     }
     let seed = *raw.seed.get_ref();
     if seed < 0 {
-        return Err(InputError::invalid(at(raw.seed.span()), "seed", "negative seed", "use a seed of 0 or more"));
+        return Err(InputError::invalid(
+            at(raw.seed.span()),
+            "seed",
+            "negative seed",
+            "use a seed of 0 or more",
+        ));
     }
     let rates_span = raw.rates_per_s.span();
     let rates = raw.rates_per_s.into_inner();
@@ -154,7 +164,12 @@ mod tests {
 
     #[test]
     fn round_trips_up_to_rate_rounding() {
-        let t = RateTrace { minute_rates: vec![1.0, 2.5, 0.0], size: from_secs(0.042), duration: from_secs(150.0), seed: 9 };
+        let t = RateTrace {
+            minute_rates: vec![1.0, 2.5, 0.0],
+            size: from_secs(0.042),
+            duration: from_secs(150.0),
+            seed: 9,
+        };
         let text = render(&t, None).unwrap();
         let back = parse(Path::new("t.toml"), &text).unwrap();
         assert_eq!(back, t);
@@ -167,13 +182,22 @@ mod tests {
         assert!(e.starts_with("bad.toml:5:3: rates_per_s[1]"), "{e}");
         assert!(e.contains("fix:"), "{e}");
 
-        let e = parse(Path::new("bad.toml"), "format = \"spork-trace/1\"\nsize_ms = \"x\"\n").unwrap_err().to_string();
+        let e = parse(Path::new("bad.toml"), "format = \"spork-trace/1\"\nsize_ms = \"x\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("bad.toml:2:"), "{e}");
 
-        let e = parse(Path::new("bad.toml"), "format = \"spork-trace/1\"\nsize_ms = 1.0\nseed = 1\n").unwrap_err().to_string();
+        let e = parse(Path::new("bad.toml"), "format = \"spork-trace/1\"\nsize_ms = 1.0\nseed = 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("rates_per_s"), "{e}");
 
-        let e = parse(Path::new("bad.toml"), "format = \"spork-trace/1\"\nsize_ms = 1.0\nseed = 1\nrates_per_s=[1.0]\nwat = 2\n").unwrap_err().to_string();
+        let e = parse(
+            Path::new("bad.toml"),
+            "format = \"spork-trace/1\"\nsize_ms = 1.0\nseed = 1\nrates_per_s=[1.0]\nwat = 2\n",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("bad.toml:5:1") && e.contains("wat"), "{e}");
     }
 }

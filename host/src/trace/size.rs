@@ -48,7 +48,9 @@ impl fmt::Display for SizeSpec {
             SizeSpec::Short => f.write_str("short"),
             SizeSpec::Medium => f.write_str("medium"),
             SizeSpec::Long => f.write_str("long"),
-            SizeSpec::Fixed(t) => write!(f, "{}", humantime::format_duration(std::time::Duration::from_nanos(*t))),
+            SizeSpec::Fixed(t) => {
+                write!(f, "{}", humantime::format_duration(std::time::Duration::from_nanos(*t)))
+            }
         }
     }
 }

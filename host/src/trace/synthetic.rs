@@ -26,7 +26,9 @@ pub struct Synthetic {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SyntheticError {
     /// Bias outside [0.5, 1).
-    #[error("burstiness {0} is out of range: the b-model bias must be at least 0.5 (uniform) and below 1 (the paper uses 0.5 to 0.75)")]
+    #[error(
+        "burstiness {0} is out of range: the b-model bias must be at least 0.5 (uniform) and below 1 (the paper uses 0.5 to 0.75)"
+    )]
     Burstiness(f64),
     /// Zero or absurd duration.
     #[error("duration must be at least one second and at most 30 days")]
@@ -68,7 +70,8 @@ impl Synthetic {
         bins.truncate(minutes);
         let mean = bins.iter().map(|&b| b as f64).sum::<f64>() / minutes as f64;
         let target = self.workers / to_secs(size);
-        let minute_rates = bins.iter().map(|&b| if mean > 0.0 { b as f64 / mean * target } else { target }).collect();
+        let minute_rates =
+            bins.iter().map(|&b| if mean > 0.0 { b as f64 / mean * target } else { target }).collect();
         Ok(RateTrace { minute_rates, size, duration: self.duration, seed: self.seed })
     }
 }
@@ -98,7 +101,8 @@ mod tests {
     #[test]
     fn size_is_drawn_from_bucket() {
         for seed in 0..20 {
-            let t = Synthetic { size: SizeSpec::Medium, ..Synthetic::paper_default(seed) }.generate().unwrap();
+            let t =
+                Synthetic { size: SizeSpec::Medium, ..Synthetic::paper_default(seed) }.generate().unwrap();
             assert!((from_secs(0.1)..=from_secs(1.0)).contains(&t.size));
         }
     }

@@ -5,7 +5,7 @@ use crate::model::{Platform, Time, time::to_secs};
 /// Algorithm 1's NeededFPGAs: FPGAs that would have served `work_s` FPGA-seconds in one interval of
 /// `interval_s`, rounding the remainder up only when it exceeds the breakeven threshold.
 pub fn needed_fpgas(work_s: f64, interval_s: f64, breakeven_s: f64) -> u32 {
-    if !(work_s > 0.0) {
+    if work_s.is_nan() || work_s <= 0.0 {
         return 0;
     }
     let full = (work_s / interval_s).floor();

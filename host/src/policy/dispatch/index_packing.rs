@@ -20,7 +20,7 @@ impl IndexPacking {
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
         for (i, w) in pool.slots().iter().enumerate() {
-            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp);
+            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) && !w.draining;
             if live && self.fleet.allows(w.kind) && can_meet(pool, WorkerId(i as u32), job, now) {
                 return Placement::Assign(WorkerId(i as u32));
             }

@@ -25,7 +25,7 @@ impl RoundRobin {
         for k in 0..n {
             let i = (self.next + k) % n;
             let w = &slots[i];
-            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp);
+            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) && !w.draining;
             if live && self.fleet.allows(w.kind) && can_meet(pool, WorkerId(i as u32), job, now) {
                 self.next = i + 1;
                 return Placement::Assign(WorkerId(i as u32));

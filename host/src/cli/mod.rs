@@ -1,0 +1,44 @@
+//! Command-line edge: argument parsing, file loading, output. Errors become `anyhow` here.
+
+mod bench;
+mod platform_args;
+mod simulate;
+mod table;
+mod trace;
+
+use clap::{Parser, Subcommand};
+
+/// Spork: hybrid FPGA + CPU scheduling for latency-sensitive, bursty requests.
+#[derive(Parser)]
+#[command(name = "spork", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate schedulers on a trace in virtual time (the paper's discrete-event simulation).
+    Simulate(simulate::Args),
+    /// Generate or inspect trace files.
+    #[command(subcommand)]
+    Trace(trace::Command),
+    /// Measure the evaluator's speed (simulated requests per second).
+    Bench(bench::Args),
+}
+
+/// Parses the command line and runs it.
+pub fn run() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Simulate(a) => simulate::run(a),
+        Command::Trace(c) => trace::run(c),
+        Command::Bench(a) => bench::run(a),
+    }
+}
+
+/// Parses a duration such as `10s`, `2h` or `500ms`.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    humantime::parse_duration(s)
+        .map(spork::model::time::from_duration)
+        .map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 500ms, 10s, 2h"))
+}

@@ -1,0 +1,55 @@
+//! Platform options shared by commands: a profile file plus per-figure overrides (Table 6's sweeps).
+
+use anyhow::Context;
+use spork::model::Platform;
+use std::path::PathBuf;
+
+/// Platform profile and overrides. Precedence: defaults, then `--config`, then these flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PlatformArgs {
+    /// Platform profile (TOML with [cpu], [fpga], [requests]); defaults are the paper's Table 6.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// FPGA spin-up (reconfiguration) time, also the scheduling interval [paper: 1s, 10s, 60s, 100s].
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    pub fpga_spinup: Option<u64>,
+    /// FPGA speedup over a CPU [paper: 1, 2, 4].
+    #[arg(long, value_name = "X")]
+    pub fpga_speedup: Option<f64>,
+    /// FPGA busy power in watts [paper: 25, 50, 100].
+    #[arg(long, value_name = "W")]
+    pub fpga_busy_power: Option<f64>,
+    /// FPGA idle power in watts [paper: 10, 20, 30].
+    #[arg(long, value_name = "W")]
+    pub fpga_idle_power: Option<f64>,
+    /// CPU idle power in watts [paper: 10, 30, 50].
+    #[arg(long, value_name = "W")]
+    pub cpu_idle_power: Option<f64>,
+}
+
+impl PlatformArgs {
+    /// The platform these options describe, validated.
+    pub fn platform(&self) -> anyhow::Result<Platform> {
+        let mut p = match &self.config {
+            Some(path) => spork::config::read_platform(path)?,
+            None => Platform::default(),
+        };
+        if let Some(v) = self.fpga_spinup {
+            p.fpga.spin_up = v;
+        }
+        if let Some(v) = self.fpga_speedup {
+            p.fpga.speedup = v;
+        }
+        if let Some(v) = self.fpga_busy_power {
+            p.fpga.busy_power_w = v;
+        }
+        if let Some(v) = self.fpga_idle_power {
+            p.fpga.idle_power_w = v;
+        }
+        if let Some(v) = self.cpu_idle_power {
+            p.cpu.idle_power_w = v;
+        }
+        p.validate().context("invalid platform from the command-line flags")?;
+        Ok(p)
+    }
+}
