@@ -1,1 +1,163 @@
+//! End-to-end tests of the `spork` binary on small real inputs.
 
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn spork(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spork")).args(args).output().expect("spork runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "spork failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("valid JSON")
+}
+
+#[test]
+fn simulate_all_prints_nine_schedulers() {
+    let o = spork(&[
+        "simulate",
+        "--scheduler",
+        "all",
+        "--duration",
+        "5m",
+        "--workers",
+        "20",
+        "--seed",
+        "2",
+        "--json",
+    ]);
+    let v = json(&o);
+    let reports = v["reports"].as_array().expect("reports");
+    let names: Vec<&str> = reports.iter().map(|r| r["scheduler"].as_str().unwrap_or("")).collect();
+    assert_eq!(
+        names,
+        [
+            "CPU-dynamic",
+            "FPGA-static",
+            "FPGA-dynamic",
+            "MArk-ideal",
+            "SporkC",
+            "SporkB",
+            "SporkE",
+            "SporkC-ideal",
+            "SporkE-ideal"
+        ]
+    );
+    let requests = reports[0]["requests"].as_u64().unwrap();
+    assert!(requests > 1000);
+    for r in reports {
+        assert_eq!(r["requests"].as_u64(), Some(requests), "every scheduler serves every request");
+        let eff = r["energy_efficiency"].as_f64().unwrap();
+        assert!(eff > 0.0 && eff <= 1.0, "{r}");
+    }
+    assert_eq!(reports[0]["cpu_share"].as_f64(), Some(1.0));
+    assert_eq!(reports[1]["cpu_share"].as_f64(), Some(0.0));
+    assert!(reports[2]["headroom_multiple"].as_u64().is_some());
+}
+
+#[test]
+fn table_output_is_readable() {
+    let o = spork(&["simulate", "--scheduler", "spork-e,cpu-dynamic", "--duration", "3m", "--workers", "10"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in
+        ["SporkE", "CPU-dynamic", "energy eff.", "rel. cost", "misses", "p99 ms", "b-model burstiness 0.6"]
+    {
+        assert!(out.contains(needle), "missing {needle} in\n{out}");
+    }
+}
+
+#[test]
+fn trace_file_replays_the_generated_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.toml");
+    let f = file.to_str().unwrap();
+    let gen_args =
+        ["--burstiness", "0.7", "--duration", "4m", "--size", "medium", "--workers", "15", "--seed", "9"];
+    let o = spork(&[&["trace", "gen", "-o", f][..], &gen_args[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let from_file = json(&spork(&["simulate", "--trace", f, "--scheduler", "spork-b", "--json"]));
+    let generated =
+        json(&spork(&[&["simulate", "--scheduler", "spork-b", "--json"][..], &gen_args[..]].concat()));
+    assert_eq!(from_file["reports"], generated["reports"]);
+    let show = spork(&["trace", "show", f]);
+    assert!(stdout(&show).contains("4 minutes"), "{}", stdout(&show));
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn malformed_trace_names_file_line_field_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "bad.toml",
+        "format = \"spork-trace/1\"\nsize_ms = 10\nseed = 1\nrates_per_s = [5.0, nan]\n",
+    );
+    let o = spork(&["simulate", "--trace", &f]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml:4:") && e.contains("rates_per_s[1]") && e.contains("fix:"), "{e}");
+
+    let f = write(dir.path(), "trunc.toml", "format = \"spork-trace/1\"\nsize_ms = 10\nrates_per_s = [5.0,");
+    let e = stderr(&spork(&["simulate", "--trace", &f]));
+    assert!(e.contains("trunc.toml:3:") && e.contains("fix:"), "{e}");
+
+    let e = stderr(&spork(&["simulate", "--trace", "/nonexistent/t.toml"]));
+    assert!(e.contains("cannot read /nonexistent/t.toml"), "{e}");
+}
+
+#[test]
+fn malformed_config_names_file_line_field_and_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "p.toml", "[fpga]\nspin_up = \"10s\"\nidle_power_w = 80\n");
+    let o = spork(&["simulate", "--config", &f, "--duration", "1m"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("p.toml:3:16: fpga.idle_power_w") && e.contains("fix:"), "{e}");
+
+    let e = stderr(&spork(&["simulate", "--fpga-speedup", "0", "--duration", "1m"]));
+    assert!(e.contains("fpga.speedup"), "{e}");
+}
+
+#[test]
+fn bad_arguments_say_what_is_accepted() {
+    let e = stderr(&spork(&["simulate", "--scheduler", "spork-x"]));
+    assert!(e.contains("unknown scheduler 'spork-x'") && e.contains("spork-e-ideal"), "{e}");
+    let e = stderr(&spork(&["simulate", "--burstiness", "0.2", "--duration", "1m"]));
+    assert!(e.contains("burstiness 0.2"), "{e}");
+    let e = stderr(&spork(&["simulate", "--size", "huge"]));
+    assert!(e.contains("short, medium, long"), "{e}");
+    let o = spork(&["simulate", "--trace", "x.toml", "--burstiness", "0.7"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn config_overrides_change_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "fast.toml", "[fpga]\nspin_up = \"1s\"\nspeedup = 4\n");
+    let base = json(&spork(&["simulate", "--duration", "3m", "--workers", "20", "--json"]));
+    let fast = json(&spork(&["simulate", "--config", &f, "--duration", "3m", "--workers", "20", "--json"]));
+    assert_eq!(fast["platform"]["fpga"]["spin_up"].as_f64(), Some(1.0));
+    let eff = |v: &serde_json::Value| v["reports"][0]["energy_efficiency"].as_f64().unwrap();
+    assert!(eff(&fast) > eff(&base), "4x faster FPGAs with 1 s spin-up must be more efficient");
+}
+
+#[test]
+fn bench_reports_a_rate() {
+    let o = spork(&["bench", "--duration", "2m", "--json"]);
+    let v = json(&o);
+    assert!(v[0]["requests_per_s"].as_f64().unwrap() > 0.0);
+}

@@ -141,7 +141,7 @@ pub fn render(trace: &RateTrace, provenance: Option<&toml::Table>) -> Result<Str
         size_ms: to_secs(trace.size) * 1e3,
         duration_s: to_secs(trace.duration),
         seed: i64::try_from(trace.seed).unwrap_or(i64::MAX),
-        rates_per_s: trace.minute_rates.iter().map(|r| (r * 1e3).round() / 1e3).collect(),
+        rates_per_s: trace.minute_rates.clone(),
         provenance,
     };
     let body = toml::to_string(&out)?;
@@ -163,7 +163,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_up_to_rate_rounding() {
+    fn round_trips_exactly() {
         let t = RateTrace {
             minute_rates: vec![1.0, 2.5, 0.0],
             size: from_secs(0.042),

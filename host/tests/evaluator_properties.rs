@@ -1,0 +1,211 @@
+//! Invariants of the evaluator, checked on random small traces, platforms and schedulers.
+
+use proptest::prelude::*;
+use spork::evaluate::{Plan, Probe, Report, demand, evaluate, report::ideal_fpga_only, run_with};
+use spork::model::time::{from_secs, to_secs};
+use spork::model::{Kind, Platform, Request, Time, WorkerId};
+use spork::policy::{DispatcherKind, Scheduler};
+use spork::trace::RateTrace;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Records every served request and checks per-worker queue discipline as it goes.
+#[derive(Default)]
+struct Recorder {
+    served: Vec<(Request, Kind, Time, Time)>,
+    last_finish: HashMap<WorkerId, Time>,
+    violations: Vec<String>,
+}
+
+impl Probe for Recorder {
+    fn served(&mut self, r: &Request, w: WorkerId, kind: Kind, start: Time, finish: Time) {
+        if start < r.arrival {
+            self.violations.push(format!("{r:?} started at {start} before arriving"));
+        }
+        if let Some(&prev) = self.last_finish.get(&w)
+            && start < prev
+        {
+            self.violations.push(format!("{w:?} overlaps: starts {start} before {prev}"));
+        }
+        self.last_finish.insert(w, finish);
+        self.served.push((*r, kind, start, finish));
+    }
+}
+
+fn platform_strategy() -> impl Strategy<Value = Platform> {
+    (0.5f64..4.0, prop::sample::select(vec![1.0, 2.0, 4.0]), 0.001f64..0.005, 10.0f64..50.0, 25.0f64..100.0)
+        .prop_map(|(fpga_spin, speedup, cpu_spin, fpga_idle, fpga_busy)| {
+            let mut p = Platform::default();
+            p.fpga.spin_up = from_secs(fpga_spin);
+            p.fpga.speedup = speedup;
+            p.cpu.spin_up = from_secs(cpu_spin);
+            p.cpu.spin_down = from_secs(cpu_spin);
+            p.fpga.idle_power_w = fpga_idle.min(fpga_busy);
+            p.fpga.busy_power_w = fpga_busy;
+            p
+        })
+}
+
+fn trace_strategy() -> impl Strategy<Value = Vec<Request>> {
+    (prop::collection::vec(0.0f64..300.0, 1..3), 0.01f64..0.06, any::<u64>()).prop_map(
+        |(rates, size, seed)| {
+            let duration = from_secs(rates.len() as f64 * 60.0);
+            let t = RateTrace {
+                minute_rates: rates,
+                size: from_secs((size * 1e4).round() / 1e4),
+                duration,
+                seed,
+            };
+            t.requests().collect()
+        },
+    )
+}
+
+fn scheduler_strategy() -> impl Strategy<Value = Scheduler> {
+    prop::sample::select(Scheduler::PAPER.to_vec())
+}
+
+fn dispatcher_strategy() -> impl Strategy<Value = Option<DispatcherKind>> {
+    prop::option::of(prop::sample::select(vec![
+        DispatcherKind::EfficientFirst,
+        DispatcherKind::RoundRobin,
+        DispatcherKind::IndexPacking,
+    ]))
+}
+
+fn run(platform: &Platform, reqs: &Vec<Request>, plan: &Plan) -> (Report, Recorder) {
+    let demand = plan.scheduler.needs_demand().then(|| Arc::new(demand(platform, reqs)));
+    run_with(platform, reqs, plan, demand.as_ref(), 1, Recorder::default())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Every request is served exactly once, on one worker, with its service time, never before it
+    /// arrives and never overlapping another request on the same worker.
+    #[test]
+    fn every_request_completes_exactly_once(
+        platform in platform_strategy(), reqs in trace_strategy(),
+        scheduler in scheduler_strategy(), dispatcher in dispatcher_strategy(),
+    ) {
+        let plan = Plan { scheduler, dispatcher, max_headroom: 8 };
+        let (report, rec) = run(&platform, &reqs, &plan);
+        prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
+        prop_assert_eq!(report.requests as usize, reqs.len());
+        let mut seen: Vec<Request> = rec.served.iter().map(|s| s.0).collect();
+        let mut want = reqs.clone();
+        seen.sort_by_key(|r| (r.arrival, r.size));
+        want.sort_by_key(|r| (r.arrival, r.size));
+        prop_assert_eq!(seen, want);
+        for (r, kind, start, finish) in &rec.served {
+            prop_assert_eq!(finish - start, platform.spec(*kind).service(r.size));
+            prop_assert!(scheduler.fleet().allows(*kind));
+        }
+        let on_cpu = rec.served.iter().filter(|s| s.1 == Kind::Cpu).count() as u64;
+        prop_assert_eq!(report.cpu.served, on_cpu);
+        prop_assert_eq!(report.fpga.served + report.cpu.served, report.requests);
+    }
+
+    /// With CPU spin-up shorter than the slack (deadline minus size), a hybrid or CPU fleet under
+    /// efficient-first never misses a deadline: a fresh CPU can always make it.
+    #[test]
+    fn no_misses_when_cpu_spin_up_fits_the_slack(
+        platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
+    ) {
+        prop_assume!(scheduler.fleet().cpu);
+        let min_size = reqs.iter().map(|r| r.size).min().unwrap_or(u64::MAX);
+        prop_assume!((platform.cpu.spin_up as f64) < (platform.deadline_factor - 1.0) * min_size as f64);
+        let plan = Plan { scheduler, dispatcher: Some(DispatcherKind::EfficientFirst), max_headroom: 8 };
+        let (report, rec) = run(&platform, &reqs, &plan);
+        prop_assert_eq!(report.deadline_misses, 0);
+        for (r, _, _, finish) in &rec.served {
+            prop_assert!(*finish <= r.deadline(platform.deadline_factor));
+        }
+    }
+
+    /// Energy parts add up to the total; busy energy is exactly the served work at busy power; the
+    /// allocated time covers busy and spin time; the idealised FPGA-only figures are their closed form.
+    #[test]
+    fn energy_and_cost_add_up(
+        platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
+    ) {
+        let (r, rec) = run(&platform, &reqs, &Plan::new(scheduler));
+        let parts = r.cpu.energy.busy_j + r.cpu.energy.idle_j + r.cpu.energy.spin_j
+            + r.fpga.energy.busy_j + r.fpga.energy.idle_j + r.fpga.energy.spin_j;
+        prop_assert!((parts - r.energy_j).abs() <= 1e-9 * r.energy_j.max(1.0));
+        for kind in [Kind::Cpu, Kind::Fpga] {
+            let k = if kind == Kind::Cpu { &r.cpu } else { &r.fpga };
+            let work: Time = rec.served.iter().filter(|s| s.1 == kind).map(|s| s.3 - s.2).sum();
+            let expect = to_secs(work) * platform.spec(kind).busy_power_w;
+            prop_assert!((k.energy.busy_j - expect).abs() <= 1e-6 * expect.max(1.0), "{kind:?}");
+            prop_assert!(k.allocated_s + 1e-9 >= k.busy_s);
+            prop_assert!((k.cost - k.allocated_s * platform.spec(kind).price_per_sec()).abs() < 1e-9 * k.cost.max(1.0));
+        }
+        let total_size: f64 = reqs.iter().map(|q| to_secs(q.size)).sum();
+        let d = Platform::default();
+        let ideal_e = total_size / d.fpga.speedup * d.fpga.busy_power_w;
+        let ideal_c = total_size / d.fpga.speedup * d.fpga.price_per_hour / 3600.0;
+        prop_assert!((r.ideal_energy_j - ideal_e).abs() <= 1e-9 * ideal_e.max(1.0));
+        prop_assert!((r.ideal_cost - ideal_c).abs() <= 1e-9 * ideal_c.max(1e-9));
+        let (fe, fc) = ideal_fpga_only(total_size);
+        prop_assert!((fe - ideal_e).abs() <= 1e-9 * ideal_e.max(1.0) && (fc - ideal_c).abs() <= 1e-9 * ideal_c.max(1e-9));
+        if r.energy_j > 0.0 {
+            prop_assert!((r.energy_efficiency - ideal_e / r.energy_j).abs() < 1e-9);
+        }
+    }
+
+    /// The same inputs give the same report.
+    #[test]
+    fn same_seed_same_result(platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy()) {
+        let a = run(&platform, &reqs, &Plan::new(scheduler)).0;
+        let b = run(&platform, &reqs, &Plan::new(scheduler)).0;
+        prop_assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn seeded_synthetic_runs_are_reproducible() {
+    let s = spork::trace::Synthetic {
+        duration: from_secs(600.0),
+        size: spork::trace::SizeSpec::Short,
+        ..spork::trace::Synthetic::paper_default(11)
+    };
+    let t1 = s.generate().unwrap();
+    let t2 = s.generate().unwrap();
+    let p = Platform::default();
+    let plan = Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY));
+    assert_eq!(evaluate(&p, &t1, &plan), evaluate(&p, &t2, &plan));
+    let other = spork::trace::Synthetic { seed: 12, ..s }.generate().unwrap();
+    assert_ne!(evaluate(&p, &t1, &plan), evaluate(&p, &other, &plan));
+}
+
+/// Paper-level sanity on one default trace: efficient-first Spork beats the homogeneous platforms on
+/// energy, SporkC is cheaper than SporkE, and CPU-dynamic's efficiency is the CPU/FPGA energy ratio.
+#[test]
+fn paper_trends_on_a_default_trace() {
+    let t = spork::trace::Synthetic {
+        duration: from_secs(1200.0),
+        size: spork::trace::SizeSpec::Fixed(from_secs(0.01)),
+        workers: 30.0,
+        ..spork::trace::Synthetic::paper_default(3)
+    }
+    .generate()
+    .unwrap();
+    let p = Platform::default();
+    let get = |s: Scheduler| evaluate(&p, &t, &Plan::new(s));
+    let cpu = get(Scheduler::CpuDynamic);
+    let e = get(Scheduler::Spork(spork::policy::Objective::ENERGY));
+    let c = get(Scheduler::Spork(spork::policy::Objective::COST));
+    let fs = get(Scheduler::FpgaStatic);
+    // CPU-only: busy energy is 150 W x size vs 50 W x size/2 ideal: 1/6, minus idle and spin overhead.
+    assert!(
+        cpu.energy_efficiency < 1.0 / 6.0 + 1e-9 && cpu.energy_efficiency > 0.15,
+        "{}",
+        cpu.energy_efficiency
+    );
+    assert!(e.energy_efficiency > fs.energy_efficiency && e.energy_efficiency > cpu.energy_efficiency);
+    assert!(e.energy_efficiency > c.energy_efficiency);
+    assert!(c.relative_cost < e.relative_cost);
+    assert!(e.relative_cost < fs.relative_cost);
+    assert_eq!(e.deadline_misses, 0);
+}
