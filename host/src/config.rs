@@ -178,4 +178,14 @@ mod tests {
         let e = parse_platform(Path::new("p.toml"), "[cpu]\nspeedup = 2\n").unwrap_err().to_string();
         assert!(e.contains("cpu.speedup"), "{e}");
     }
+
+    proptest::proptest! {
+        /// Arbitrary text gives an error or a valid platform, never a panic.
+        #[test]
+        fn never_panics(text in "(\\[(cpu|fpga|requests)\\]\n)?([a-z_]{1,14} = (-?[0-9.e]{1,6}|\"[0-9a-z ]{0,6}\")\n){0,4}") {
+            if let Ok(p) = parse_platform(Path::new("p.toml"), &text) {
+                proptest::prop_assert!(p.validate().is_ok());
+            }
+        }
+    }
 }

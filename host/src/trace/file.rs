@@ -200,4 +200,15 @@ mod tests {
         .to_string();
         assert!(e.contains("bad.toml:5:1") && e.contains("wat"), "{e}");
     }
+
+    proptest::proptest! {
+        /// Arbitrary text, including truncations of a valid file, gives an error, never a panic.
+        #[test]
+        fn never_panics(text in ".{0,300}", cut in 0usize..400) {
+            let _ = parse(Path::new("x.toml"), &text);
+            let valid = render(&RateTrace { minute_rates: vec![1.0, 2.0], size: from_secs(0.01), duration: from_secs(90.0), seed: 3 }, None).unwrap();
+            let cut = valid.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(valid.len());
+            let _ = parse(Path::new("x.toml"), &valid[..cut]);
+        }
+    }
 }
