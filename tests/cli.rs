@@ -60,7 +60,7 @@ fn simulate_all_prints_nine_schedulers() {
     }
     assert_eq!(reports[0]["cpu_share"].as_f64(), Some(1.0));
     assert_eq!(reports[1]["cpu_share"].as_f64(), Some(0.0));
-    assert!(reports[2]["headroom_multiple"].as_u64().is_some());
+    assert!(reports[1]["headroom"].as_u64().is_some() && reports[2]["headroom"].as_u64().is_some());
 }
 
 #[test]

@@ -12,5 +12,7 @@ pub mod config;
 pub mod evaluate;
 pub mod input;
 pub mod model;
+pub mod optimal;
 pub mod policy;
+pub mod reproduce;
 pub mod trace;

@@ -1,7 +1,9 @@
 //! Command-line edge: argument parsing, file loading, output. Errors become `anyhow` here.
 
 mod bench;
+mod optimal;
 mod platform_args;
+mod reproduce;
 mod simulate;
 mod table;
 mod trace;
@@ -23,6 +25,10 @@ enum Command {
     /// Generate or inspect trace files.
     #[command(subcommand)]
     Trace(trace::Command),
+    /// Solve the MILP optimum of section 3 (Table 3) on a b-model load trace.
+    Optimal(optimal::Args),
+    /// Regenerate every experiment of the paper into a results folder with a report.
+    Reproduce(reproduce::Args),
     /// Measure the evaluator's speed (simulated requests per second).
     Bench(bench::Args),
 }
@@ -32,6 +38,8 @@ pub fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Simulate(a) => simulate::run(a),
         Command::Trace(c) => trace::run(c),
+        Command::Optimal(a) => optimal::run(a),
+        Command::Reproduce(a) => reproduce::run_cmd(a),
         Command::Bench(a) => bench::run(a),
     }
 }

@@ -55,8 +55,9 @@ pub fn reports(reports: &[Report]) -> Table {
     ]);
     for r in reports {
         let kj = |f: fn(&spork::model::EnergySplit) -> f64| (f(&r.cpu.energy) + f(&r.fpga.energy)) / 1e3;
-        let name = match r.headroom_multiple {
-            Some(k) => format!("{} (headroom x{k})", r.scheduler),
+        let name = match r.headroom {
+            Some(k) if r.scheduler == "FPGA-dynamic" => format!("{} (headroom x{k})", r.scheduler),
+            Some(k) => format!("{} (peak +{k})", r.scheduler),
             None => r.scheduler.clone(),
         };
         let cells = [

@@ -78,7 +78,7 @@ pub fn run_with<W: Workload, P: Probe>(
     (report, probe)
 }
 
-/// Evaluates `plan` on `workload`. FPGA-dynamic gets the least headroom multiple (up to
+/// Evaluates `plan` on `workload`. FPGA-dynamic and FPGA-static get the least headroom (up to
 /// `plan.max_headroom`) with no deadline misses, found by doubling then bisection; if none meets every
 /// deadline, the largest is reported with its misses.
 pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
@@ -114,6 +114,6 @@ pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> 
         }
     }
     let (k, mut report) = best;
-    report.headroom_multiple = Some(k);
+    report.headroom = Some(k);
     report
 }

@@ -41,9 +41,10 @@ pub struct Report {
     pub scheduler: String,
     /// Dispatcher name.
     pub dispatcher: String,
-    /// FPGA-dynamic's headroom multiple, when searched.
+    /// The searched headroom: FPGA-dynamic's multiple of the largest step, FPGA-static's FPGAs above
+    /// the busiest interval's need.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub headroom_multiple: Option<u32>,
+    pub headroom: Option<u32>,
     /// Requests served (every request of the trace).
     pub requests: u64,
     /// Share of requests run on CPU workers.
@@ -113,7 +114,7 @@ impl Report {
         Report {
             scheduler,
             dispatcher,
-            headroom_multiple: None,
+            headroom: None,
             requests,
             cpu_share: share(outcome.served[Kind::Cpu.index()]),
             deadline_misses: outcome.misses,

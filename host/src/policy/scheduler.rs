@@ -75,11 +75,11 @@ impl Scheduler {
 
     /// Whether the evaluator must search its headroom.
     pub fn searches_headroom(&self) -> bool {
-        matches!(self, Scheduler::FpgaDynamic)
+        matches!(self, Scheduler::FpgaDynamic | Scheduler::FpgaStatic)
     }
 
     /// A fresh allocator. `demand` is required when [`Self::needs_demand`]; `headroom` is
-    /// FPGA-dynamic's multiple.
+    /// FPGA-dynamic's multiple of the largest step, or FPGA-static's FPGAs above the peak interval.
     pub fn allocator(
         &self,
         platform: &Platform,
@@ -89,7 +89,7 @@ impl Scheduler {
         let demand = || demand.cloned().unwrap_or_default();
         match *self {
             Scheduler::CpuDynamic => Box::new(CpuDynamic),
-            Scheduler::FpgaStatic => Box::new(FpgaStatic::new(&demand())),
+            Scheduler::FpgaStatic => Box::new(FpgaStatic::new(&demand(), headroom)),
             Scheduler::FpgaDynamic => Box::new(FpgaDynamic::new(&demand(), headroom, platform)),
             Scheduler::MarkIdeal => Box::new(MarkIdeal::new(demand(), platform)),
             Scheduler::Spork(o) => Box::new(SporkAllocator::new(o, platform)),

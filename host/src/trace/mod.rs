@@ -3,6 +3,7 @@
 
 pub mod bmodel;
 pub mod file;
+pub mod production;
 pub mod rates;
 pub mod size;
 pub mod synthetic;
