@@ -45,7 +45,7 @@ fn dispatch(c: &mut Criterion) {
             }
         }
         let job = Job { deadline: 60_000, service: [10_000, 5_000] };
-        let mut d = EfficientFirst::new(Fleet::HYBRID);
+        let mut d = EfficientFirst::new(Fleet::HYBRID, 10_000_000_000);
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| black_box(d.place(black_box(&pool), black_box(&job), black_box(500))))
         });

@@ -71,8 +71,13 @@ pub fn run_with<W: Workload, P: Probe>(
 ) -> (Report, P) {
     let dispatcher = plan.dispatcher.unwrap_or(plan.scheduler.default_dispatcher());
     let mut allocator = plan.scheduler.allocator(platform, demand, headroom);
-    let engine = Engine::new(platform, allocator.as_mut(), dispatcher.build(plan.scheduler.fleet()), probe)
-        .drain_surplus(plan.scheduler.drains_surplus());
+    let engine = Engine::new(
+        platform,
+        allocator.as_mut(),
+        dispatcher.build(plan.scheduler.fleet(), platform.fpga.spin_up),
+        probe,
+    )
+    .drain_surplus(plan.scheduler.drains_surplus());
     let (outcome, probe) = engine.run(workload.requests(), workload.horizon());
     let report = Report::new(plan.scheduler.to_string(), dispatcher.name().to_string(), platform, &outcome);
     (report, probe)

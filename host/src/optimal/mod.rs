@@ -292,7 +292,9 @@ mod tests {
         // interval at least as many FPGAs are allocated as were spun up in the last 10 (the spin-up).
         let f = solve(&spec(Fleet::FPGA_ONLY, Objective::ENERGY), &load).unwrap();
         assert!(f.fpgas[20] >= 30);
-        let ups: Vec<u32> = (0..f.fpgas.len()).map(|t| f.fpgas[t].saturating_sub(if t == 0 { 0 } else { f.fpgas[t - 1] })).collect();
+        let ups: Vec<u32> = (0..f.fpgas.len())
+            .map(|t| f.fpgas[t].saturating_sub(if t == 0 { 0 } else { f.fpgas[t - 1] }))
+            .collect();
         for t in 0..f.fpgas.len() {
             let recent: u32 = ups[t.saturating_sub(9)..=t].iter().sum();
             assert!(f.fpgas[t] >= recent, "t={t}: {:?}", f.fpgas);

@@ -181,6 +181,9 @@ fn sim_metrics(r: &Report) -> BTreeMap<String, f64> {
         ("p99_ms".into(), r.latency.p99_ms),
         ("headroom".into(), r.headroom.map_or(f64::NAN, f64::from)),
     ])
+    .into_iter()
+    .filter(|(_, v)| v.is_finite()) // JSON has no NaN: an absent figure is left out
+    .collect()
 }
 
 /// Per-interval load in CPU workers from the b-model: `intervals` one-second bins with mean `mean`

@@ -174,6 +174,9 @@ mod tests {
         let png = std::fs::read(dir.path().join("fig.png")).unwrap();
         assert_eq!(&png[1..4], b"PNG");
         let svg = std::fs::read_to_string(dir.path().join("fig.svg")).unwrap();
-        assert!(svg.contains("<svg") && svg.contains("<text") && svg.contains("\nt\n"), "title text is drawn");
+        assert!(
+            svg.contains("<svg") && svg.contains("<text") && svg.contains("\nt\n"),
+            "title text is drawn"
+        );
     }
 }

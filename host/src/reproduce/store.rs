@@ -93,9 +93,11 @@ impl Store {
         rows.iter().map(Row::key).collect()
     }
 
-    /// Appends one row and flushes it.
+    /// Appends one row and flushes it. Non-finite metrics are left out (JSON has no NaN).
     pub fn append(&self, row: &Row) -> Result<(), StoreError> {
-        let line = serde_json::to_string(row)
+        let mut row = row.clone();
+        row.metrics.retain(|_, v| v.is_finite());
+        let line = serde_json::to_string(&row)
             .map_err(|e| StoreError { path: self.path.clone(), source: e.into() })?;
         let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
         writeln!(f, "{line}")

@@ -16,12 +16,13 @@ use crate::model::{Kind, Pool, Time, pool::Phase};
 #[derive(Clone, Copy, Debug)]
 pub struct EfficientFirst {
     fleet: Fleet,
+    fpga_spin_up: Time,
 }
 
 impl EfficientFirst {
-    /// For workers of `fleet`.
-    pub fn new(fleet: Fleet) -> Self {
-        EfficientFirst { fleet }
+    /// For workers of `fleet`; FPGAs take `fpga_spin_up` to spin up.
+    pub fn new(fleet: Fleet, fpga_spin_up: Time) -> Self {
+        EfficientFirst { fleet, fpga_spin_up }
     }
 
     /// Where to run `job` at `now`.
@@ -38,6 +39,6 @@ impl EfficientFirst {
                 }
             }
         }
-        fallback(pool, self.fleet)
+        fallback(pool, self.fleet, job, now, self.fpga_spin_up)
     }
 }

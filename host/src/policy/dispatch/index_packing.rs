@@ -9,12 +9,13 @@ use crate::model::{Pool, Time, WorkerId, WorkerState};
 #[derive(Clone, Copy, Debug)]
 pub struct IndexPacking {
     fleet: Fleet,
+    fpga_spin_up: Time,
 }
 
 impl IndexPacking {
-    /// For workers of `fleet`.
-    pub fn new(fleet: Fleet) -> Self {
-        IndexPacking { fleet }
+    /// For workers of `fleet`; FPGAs take `fpga_spin_up` to spin up.
+    pub fn new(fleet: Fleet, fpga_spin_up: Time) -> Self {
+        IndexPacking { fleet, fpga_spin_up }
     }
 
     /// Where to run `job` at `now`.
@@ -25,6 +26,6 @@ impl IndexPacking {
                 return Placement::Assign(WorkerId(i as u32));
             }
         }
-        fallback(pool, self.fleet)
+        fallback(pool, self.fleet, job, now, self.fpga_spin_up)
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! A dispatcher reads the pool and answers a [`Placement`]; the driver applies it. All three can be
 //! paired with any allocator. When no allocated worker can meet the deadline, a hybrid or CPU-only
-//! fleet spins up a new CPU worker (Algorithm 3, line 6); an FPGA-only fleet queues the request on the
-//! FPGA that frees up first (a deadline miss), spinning one up only if it has none.
+//! fleet spins up a new CPU worker (Algorithm 3, line 6). An FPGA-only fleet spins up a new FPGA if
+//! one would still meet the deadline (long requests: deadlines beyond the spin-up), and otherwise
+//! queues the request on the FPGA that frees up first (a deadline miss), spinning one up only if it
+//! has none.
 
 mod efficient_first;
 mod index_packing;
@@ -91,12 +93,14 @@ pub enum DispatcherKind {
 }
 
 impl DispatcherKind {
-    /// A fresh dispatcher for `fleet`.
-    pub fn build(self, fleet: Fleet) -> Dispatcher {
+    /// A fresh dispatcher for `fleet`, whose FPGAs take `fpga_spin_up` to spin up.
+    pub fn build(self, fleet: Fleet, fpga_spin_up: Time) -> Dispatcher {
         match self {
-            DispatcherKind::EfficientFirst => Dispatcher::EfficientFirst(EfficientFirst::new(fleet)),
-            DispatcherKind::RoundRobin => Dispatcher::RoundRobin(RoundRobin::new(fleet)),
-            DispatcherKind::IndexPacking => Dispatcher::IndexPacking(IndexPacking::new(fleet)),
+            DispatcherKind::EfficientFirst => {
+                Dispatcher::EfficientFirst(EfficientFirst::new(fleet, fpga_spin_up))
+            }
+            DispatcherKind::RoundRobin => Dispatcher::RoundRobin(RoundRobin::new(fleet, fpga_spin_up)),
+            DispatcherKind::IndexPacking => Dispatcher::IndexPacking(IndexPacking::new(fleet, fpga_spin_up)),
         }
     }
 
@@ -123,9 +127,12 @@ impl Dispatcher {
 }
 
 /// What every dispatcher does when no allocated worker can meet the deadline.
-fn fallback(pool: &Pool, fleet: Fleet) -> Placement {
+fn fallback(pool: &Pool, fleet: Fleet, job: &Job, now: Time, fpga_spin_up: Time) -> Placement {
     if fleet.cpu {
         return Placement::SpinUp(Kind::Cpu);
+    }
+    if job.latest_start(Kind::Fpga).is_some_and(|ls| now.saturating_add(fpga_spin_up) <= ls) {
+        return Placement::SpinUp(Kind::Fpga);
     }
     match pool.earliest_free(Kind::Fpga) {
         Some(w) => Placement::Assign(w),

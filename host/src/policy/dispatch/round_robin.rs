@@ -9,13 +9,14 @@ use crate::model::{Pool, Time, WorkerId, WorkerState};
 #[derive(Clone, Copy, Debug)]
 pub struct RoundRobin {
     fleet: Fleet,
+    fpga_spin_up: Time,
     next: usize,
 }
 
 impl RoundRobin {
-    /// For workers of `fleet`.
-    pub fn new(fleet: Fleet) -> Self {
-        RoundRobin { fleet, next: 0 }
+    /// For workers of `fleet`; FPGAs take `fpga_spin_up` to spin up.
+    pub fn new(fleet: Fleet, fpga_spin_up: Time) -> Self {
+        RoundRobin { fleet, fpga_spin_up, next: 0 }
     }
 
     /// Where to run `job` at `now`.
@@ -31,6 +32,6 @@ impl RoundRobin {
                 return Placement::Assign(WorkerId(i as u32));
             }
         }
-        fallback(pool, self.fleet)
+        fallback(pool, self.fleet, job, now, self.fpga_spin_up)
     }
 }
