@@ -53,6 +53,7 @@ fn trace_strategy() -> impl Strategy<Value = Vec<Request>> {
             let t = RateTrace {
                 minute_rates: rates,
                 size: from_secs((size * 1e4).round() / 1e4),
+                optional: 0,
                 duration,
                 seed,
             };

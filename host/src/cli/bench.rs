@@ -52,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         size: args.size,
         workers: 100.0,
         seed: args.seed,
+        optional_factor: 0.0,
     }
     .generate()?;
     let mut rows = Vec::new();

@@ -1,6 +1,7 @@
 //! Command-line edge: argument parsing, file loading, output. Errors become `anyhow` here.
 
 mod bench;
+mod brownout;
 mod optimal;
 mod platform_args;
 mod reproduce;
@@ -29,6 +30,8 @@ enum Command {
     Optimal(optimal::Args),
     /// Regenerate every experiment of the paper into a results folder with a report.
     Reproduce(reproduce::Args),
+    /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
+    Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
     Bench(bench::Args),
 }
@@ -40,6 +43,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Trace(c) => trace::run(c),
         Command::Optimal(a) => optimal::run(a),
         Command::Reproduce(a) => reproduce::run_cmd(a),
+        Command::Brownout(a) => brownout::run_cmd(a),
         Command::Bench(a) => bench::run(a),
     }
 }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone)]
 pub struct TraceArgs {
     /// Replay this trace file (from `spork trace gen`) instead of generating one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["burstiness", "size", "workers", "duration", "seed"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["burstiness", "size", "workers", "duration", "seed", "optional_factor"])]
     pub trace: Option<PathBuf>,
     /// Generator options, when no file is given.
     #[command(flatten)]
@@ -110,6 +110,9 @@ pub struct GenArgs {
     /// Seed.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     pub seed: u64,
+    /// Give each request an optional part of this many times its size (what brownout may skip).
+    #[arg(long, default_value_t = 0.0)]
+    pub optional_factor: f64,
 }
 
 impl GenArgs {
@@ -121,6 +124,7 @@ impl GenArgs {
             size: self.size,
             workers: self.workers,
             seed: self.seed,
+            optional_factor: self.optional_factor,
         }
     }
 }

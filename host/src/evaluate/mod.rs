@@ -1,5 +1,6 @@
 //! Evaluating schedulers on traces in virtual time.
 
+pub mod brownout;
 pub mod engine;
 pub mod report;
 

@@ -7,8 +7,10 @@ use super::time::Time;
 pub struct Request {
     /// Arrival time since the start of the trace.
     pub arrival: Time,
-    /// Service time on a CPU worker (the paper's "request size").
+    /// Service time on a CPU worker (the paper's "request size"), of the mandatory part.
     pub size: Time,
+    /// Service time on a CPU worker of the optional part (0: none); brownout decides whether it runs.
+    pub optional: Time,
 }
 
 impl Request {

@@ -4,6 +4,7 @@
 //! and the live runtime (wall time) drive the very same objects.
 
 pub mod allocator;
+pub mod brownout;
 pub mod dispatch;
 pub mod objective;
 pub mod release;

@@ -208,6 +208,7 @@ fn synthetic(scale: &Scale, burstiness: f64, size: SizeSpec, trace: u32) -> Trac
         size,
         workers: 100.0,
         seed: u64::from(trace) + 1,
+        optional_factor: 0.0,
     })
 }
 

@@ -115,6 +115,16 @@ fn bounds(chart: &Chart) -> ((f64, f64), (f64, f64)) {
     ((x0, x1), (y0, y1))
 }
 
+/// A tick label with at most three significant digits and no float noise.
+fn tick(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.digits$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     chart: &Chart,
@@ -128,6 +138,8 @@ fn panel<DB: DrawingBackend>(
             ctx.configure_mesh()
                 .x_desc(chart.x_label.as_str())
                 .y_desc(chart.y_label.as_str())
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
                 .label_style(("sans-serif", 12))
                 .draw()?;
             for (i, s) in chart.series.iter().enumerate() {
@@ -137,7 +149,9 @@ fn panel<DB: DrawingBackend>(
                 ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
                     .label(s.name.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-                ctx.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+                if pts.len() <= 60 {
+                    ctx.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+                }
             }
             ctx.configure_series_labels()
                 .background_style(WHITE.mix(0.85))

@@ -3,7 +3,8 @@
 //!
 //! ```toml
 //! format = "spork-trace/1"
-//! size_ms = 10.0          # CPU service time of every request
+//! size_ms = 10.0          # CPU service time of every request (its mandatory part)
+//! optional_ms = 5.0       # optional; the optional part brownout may skip (default 0)
 //! duration_s = 7200.0     # optional; defaults to 60 s per rate
 //! seed = 1                # seed of the Poisson arrival process
 //! rates_per_s = [9500.0, 10250.5]   # requests per second at the start of each minute
@@ -26,6 +27,7 @@ pub const FORMAT: &str = "spork-trace/1";
 struct RawTrace {
     format: Spanned<String>,
     size_ms: Spanned<f64>,
+    optional_ms: Option<Spanned<f64>>,
     duration_s: Option<Spanned<f64>>,
     seed: Spanned<i64>,
     rates_per_s: Spanned<Vec<Spanned<f64>>>,
@@ -37,11 +39,17 @@ struct RawTrace {
 struct OutTrace<'a> {
     format: &'a str,
     size_ms: f64,
+    #[serde(skip_serializing_if = "is_zero")]
+    optional_ms: f64,
     duration_s: f64,
     seed: i64,
     rates_per_s: Vec<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     provenance: Option<&'a toml::Table>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Reads and validates a trace file.
@@ -78,6 +86,21 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
             "give the CPU service time in milliseconds, above 0 and at most one hour",
         ));
     }
+    let optional_ms = match &raw.optional_ms {
+        None => 0.0,
+        Some(o) => {
+            let v = *o.get_ref();
+            if !(v.is_finite() && (0.0..=3.6e6).contains(&v)) {
+                return Err(InputError::invalid(
+                    at(o.span()),
+                    "optional_ms",
+                    format!("{v} is not a size"),
+                    "give the optional part's CPU service time in milliseconds, at least 0, or leave it out",
+                ));
+            }
+            v
+        }
+    };
     let seed = *raw.seed.get_ref();
     if seed < 0 {
         return Err(InputError::invalid(
@@ -129,6 +152,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
     Ok(RateTrace {
         minute_rates,
         size: from_secs(size_ms / 1e3),
+        optional: from_secs(optional_ms / 1e3),
         duration: from_secs(duration_s),
         seed: seed as u64,
     })
@@ -139,6 +163,7 @@ pub fn render(trace: &RateTrace, provenance: Option<&toml::Table>) -> Result<Str
     let out = OutTrace {
         format: FORMAT,
         size_ms: to_secs(trace.size) * 1e3,
+        optional_ms: to_secs(trace.optional) * 1e3,
         duration_s: to_secs(trace.duration),
         seed: i64::try_from(trace.seed).unwrap_or(i64::MAX),
         rates_per_s: trace.minute_rates.clone(),
@@ -165,6 +190,7 @@ mod tests {
     #[test]
     fn round_trips_exactly() {
         let t = RateTrace {
+            optional: from_secs(0.021),
             minute_rates: vec![1.0, 2.5, 0.0],
             size: from_secs(0.042),
             duration: from_secs(150.0),
@@ -206,7 +232,7 @@ mod tests {
         #[test]
         fn never_panics(text in ".{0,300}", cut in 0usize..400) {
             let _ = parse(Path::new("x.toml"), &text);
-            let valid = render(&RateTrace { minute_rates: vec![1.0, 2.0], size: from_secs(0.01), duration: from_secs(90.0), seed: 3 }, None).unwrap();
+            let valid = render(&RateTrace { minute_rates: vec![1.0, 2.0], size: from_secs(0.01), optional: 0, duration: from_secs(90.0), seed: 3 }, None).unwrap();
             let cut = valid.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(valid.len());
             let _ = parse(Path::new("x.toml"), &valid[..cut]);
         }

@@ -50,6 +50,7 @@ impl App {
             duration: from_secs(rates.len() as f64 * 60.0),
             minute_rates: rates,
             size: from_secs((self.size_s * 1e6).round() / 1e6),
+            optional: 0,
             seed,
         })
     }

@@ -16,8 +16,10 @@ pub const MINUTE_S: f64 = 60.0;
 pub struct RateTrace {
     /// Requests per second at the start of each minute.
     pub minute_rates: Vec<f64>,
-    /// CPU service time of every request.
+    /// CPU service time of every request (its mandatory part).
     pub size: Time,
+    /// CPU service time of every request's optional part (0: none).
+    pub optional: Time,
     /// Length of the trace (at most `minute_rates.len()` minutes).
     pub duration: Time,
     /// Seed of the arrival process.
@@ -30,6 +32,7 @@ impl RateTrace {
         Arrivals {
             rates: &self.minute_rates,
             size: self.size,
+            optional: self.optional,
             horizon_s: to_secs(self.duration).min(self.minute_rates.len() as f64 * MINUTE_S),
             rng: Xoshiro256PlusPlus::seed_from_u64(self.seed ^ 0x5eed_a771_7a15_0000),
             minute: 0,
@@ -66,6 +69,7 @@ fn segment(rates: &[f64], m: usize) -> (f64, f64) {
 pub struct Arrivals<'a> {
     rates: &'a [f64],
     size: Time,
+    optional: Time,
     horizon_s: f64,
     rng: Xoshiro256PlusPlus,
     minute: usize,
@@ -104,7 +108,7 @@ impl Iterator for Arrivals<'_> {
                 self.minute = self.rates.len();
                 return None;
             }
-            return Some(Request { arrival: (t * 1e9) as Time, size: self.size });
+            return Some(Request { arrival: (t * 1e9) as Time, size: self.size, optional: self.optional });
         }
     }
 }
@@ -116,7 +120,7 @@ mod tests {
 
     fn trace(rates: Vec<f64>, seed: u64) -> RateTrace {
         let duration = from_secs(rates.len() as f64 * MINUTE_S);
-        RateTrace { minute_rates: rates, size: from_secs(0.01), duration, seed }
+        RateTrace { minute_rates: rates, size: from_secs(0.01), optional: 0, duration, seed }
     }
 
     #[test]

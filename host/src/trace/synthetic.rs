@@ -20,6 +20,8 @@ pub struct Synthetic {
     pub workers: f64,
     /// Seed for the size, the rates and the arrivals.
     pub seed: u64,
+    /// Size of each request's optional part, as a multiple of its mandatory size (0: none).
+    pub optional_factor: f64,
 }
 
 /// Synthetic parameters out of range.
@@ -33,6 +35,11 @@ pub enum SyntheticError {
     /// Zero or absurd duration.
     #[error("duration must be at least one second and at most 30 days")]
     Duration,
+    /// Optional part out of range.
+    #[error(
+        "optional factor {0} is out of range: give the optional part's size as 0 to 100 times the mandatory size"
+    )]
+    Optional(f64),
     /// Non-positive load.
     #[error("workers = {0}: the mean number of busy CPU workers must be above 0 and finite")]
     Workers(f64),
@@ -47,6 +54,7 @@ impl Synthetic {
             size: SizeSpec::Short,
             workers: 100.0,
             seed,
+            optional_factor: 0.0,
         }
     }
 
@@ -62,6 +70,9 @@ impl Synthetic {
         if !(self.workers > 0.0 && self.workers.is_finite()) {
             return Err(SyntheticError::Workers(self.workers));
         }
+        if !(self.optional_factor.is_finite() && (0.0..=100.0).contains(&self.optional_factor)) {
+            return Err(SyntheticError::Optional(self.optional_factor));
+        }
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.seed);
         let size = self.size.draw(&mut rng);
         let minutes = (secs / MINUTE_S).ceil() as usize;
@@ -72,7 +83,8 @@ impl Synthetic {
         let target = self.workers / to_secs(size);
         let minute_rates =
             bins.iter().map(|&b| if mean > 0.0 { b as f64 / mean * target } else { target }).collect();
-        Ok(RateTrace { minute_rates, size, duration: self.duration, seed: self.seed })
+        let optional = crate::model::time::from_secs(to_secs(size) * self.optional_factor.max(0.0));
+        Ok(RateTrace { minute_rates, size, optional, duration: self.duration, seed: self.seed })
     }
 }
 
