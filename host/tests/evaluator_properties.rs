@@ -89,7 +89,7 @@ proptest! {
         platform in platform_strategy(), reqs in trace_strategy(),
         scheduler in scheduler_strategy(), dispatcher in dispatcher_strategy(),
     ) {
-        let plan = Plan { scheduler, dispatcher, max_headroom: 8 };
+        let plan = Plan { dispatcher, max_headroom: 8, ..Plan::new(scheduler) };
         let (report, rec) = run(&platform, &reqs, &plan);
         prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
         prop_assert_eq!(report.requests as usize, reqs.len());
@@ -116,7 +116,7 @@ proptest! {
         prop_assume!(scheduler.fleet().cpu);
         let min_size = reqs.iter().map(|r| r.size).min().unwrap_or(u64::MAX);
         prop_assume!((platform.cpu.spin_up as f64) < (platform.deadline_factor - 1.0) * min_size as f64);
-        let plan = Plan { scheduler, dispatcher: Some(DispatcherKind::EfficientFirst), max_headroom: 8 };
+        let plan = Plan { dispatcher: Some(DispatcherKind::EfficientFirst), max_headroom: 8, ..Plan::new(scheduler) };
         let (report, rec) = run(&platform, &reqs, &plan);
         prop_assert_eq!(report.deadline_misses, 0);
         for (r, _, _, finish) in &rec.served {
@@ -153,6 +153,22 @@ proptest! {
         if r.energy_j > 0.0 {
             prop_assert!((r.energy_efficiency - ideal_e / r.energy_j).abs() < 1e-9);
         }
+    }
+
+    /// Under any caps the pool never holds more workers than allowed and every request is served
+    /// exactly once or rejected and counted.
+    #[test]
+    fn caps_are_never_exceeded(
+        platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
+        max_cpu in prop::option::of(0u32..8), max_fpga in prop::option::of(0u32..8),
+    ) {
+        let plan = Plan { max_workers: [max_cpu, max_fpga], max_headroom: 4, ..Plan::new(scheduler) };
+        let (report, rec) = run(&platform, &reqs, &plan);
+        prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
+        prop_assert!(max_cpu.is_none_or(|m| report.cpu.peak <= m), "cpu peak {} > {max_cpu:?}", report.cpu.peak);
+        prop_assert!(max_fpga.is_none_or(|m| report.fpga.peak <= m), "fpga peak {} > {max_fpga:?}", report.fpga.peak);
+        prop_assert_eq!(report.requests + report.rejected, reqs.len() as u64);
+        prop_assert_eq!(rec.served.len() as u64, report.requests);
     }
 
     /// The same inputs give the same report.
@@ -209,4 +225,49 @@ fn paper_trends_on_a_default_trace() {
     assert!(c.relative_cost < e.relative_cost);
     assert!(e.relative_cost < fs.relative_cost);
     assert_eq!(e.deadline_misses, 0);
+}
+
+/// Caps hold, every request is answered or explicitly rejected, and brownout turns the misses of a
+/// capped burst into skipped optional work.
+#[test]
+fn caps_hold_and_brownout_absorbs_capped_bursts() {
+    use spork::evaluate::PoolBrownout;
+    use spork::policy::brownout::ControllerKind;
+    let t = spork::trace::Synthetic {
+        duration: from_secs(3600.0),
+        size: spork::trace::SizeSpec::Fixed(from_secs(0.01)),
+        workers: 20.0,
+        optional_factor: 1.0,
+        ..spork::trace::Synthetic::paper_default(1)
+    }
+    .generate()
+    .unwrap();
+    let n = t.requests().count() as u64;
+    let p = Platform::default();
+    let capped = Plan {
+        max_workers: [Some(60), Some(20)],
+        ..Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY))
+    };
+    let plain = evaluate(&p, &t, &capped);
+    assert!(plain.cpu.peak <= 60 && plain.fpga.peak <= 20, "{} {}", plain.cpu.peak, plain.fpga.peak);
+    assert!(plain.capped_spin_ups > 0, "the cap must bind in this scenario");
+    assert_eq!(plain.requests + plain.rejected, n);
+    assert_eq!(plain.optional_ratio, 1.0);
+    assert!(plain.miss_share > 0.01, "capped bursts miss deadlines: {}", plain.miss_share);
+    for controller in [ControllerKind::Pi, ControllerKind::Dimmer] {
+        let setup = PoolBrownout { controller, period: from_secs(0.5), setpoint: 1.0 };
+        let b = evaluate(&p, &t, &Plan { brownout: Some(setup), ..capped });
+        assert_eq!(b.requests + b.rejected, n);
+        assert!(b.cpu.peak <= 60 && b.fpga.peak <= 20);
+        assert!(
+            b.miss_share < plain.miss_share / 10.0,
+            "{controller:?}: {} vs {}",
+            b.miss_share,
+            plain.miss_share
+        );
+        assert!(b.optional_ratio > 0.2 && b.optional_ratio < 1.0, "{controller:?}: {}", b.optional_ratio);
+    }
+    // A CPU-only fleet capped at zero CPUs has nowhere to run anything: every request is rejected.
+    let none = evaluate(&p, &t, &Plan { max_workers: [Some(0), None], ..Plan::new(Scheduler::CpuDynamic) });
+    assert_eq!((none.requests, none.rejected), (0, n));
 }

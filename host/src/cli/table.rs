@@ -47,6 +47,7 @@ pub fn reports(reports: &[Report]) -> Table {
         "on CPUs",
         "FPGA spin-ups",
         "misses",
+        "optional",
         "p50 ms",
         "p95 ms",
         "p99 ms",
@@ -55,11 +56,17 @@ pub fn reports(reports: &[Report]) -> Table {
     ]);
     for r in reports {
         let kj = |f: fn(&spork::model::EnergySplit) -> f64| (f(&r.cpu.energy) + f(&r.fpga.energy)) / 1e3;
-        let name = match r.headroom {
+        let mut name = match r.headroom {
             Some(k) if r.scheduler == "FPGA-dynamic" => format!("{} (headroom x{k})", r.scheduler),
             Some(k) => format!("{} (peak +{k})", r.scheduler),
             None => r.scheduler.clone(),
         };
+        if let Some(b) = &r.brownout {
+            name.push_str(&format!(" + brownout {b}"));
+        }
+        if r.rejected > 0 {
+            name.push_str(&format!(" [{} rejected]", r.rejected));
+        }
         let cells = [
             name,
             r.dispatcher.clone(),
@@ -68,6 +75,7 @@ pub fn reports(reports: &[Report]) -> Table {
             format!("{:.1}%", r.cpu_share * 100.0),
             r.fpga.spin_ups.to_string(),
             format!("{} ({:.3}%)", r.deadline_misses, r.miss_share * 100.0),
+            format!("{:.1}%", r.optional_ratio * 100.0),
             format!("{:.1}", r.latency.p50_ms),
             format!("{:.1}", r.latency.p95_ms),
             format!("{:.1}", r.latency.p99_ms),

@@ -9,9 +9,10 @@
 //! At the end of the trace the FPGA target drops to zero and the pool drains through the normal idle
 //! rule, so every worker's full life is accounted.
 
+use super::pool_brownout::{Driver, PoolBrownout};
 use crate::model::{Kind, Platform, Pool, Request, Time, WorkerId, WorkerState, pool::Phase};
 use crate::policy::release::may_release;
-use crate::policy::{Allocator, Dispatcher, IntervalStats, Job, Placement};
+use crate::policy::{Allocator, Dispatcher, Fleet, IntervalStats, Job, Placement};
 use hdrhistogram::Histogram;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -53,6 +54,12 @@ pub struct Outcome {
     pub events: u64,
     /// When the last worker was released.
     pub end: Time,
+    /// Requests rejected because the pool was capped and had no worker of an allowed type at all.
+    pub rejected: u64,
+    /// Spin-ups refused by a cap (the request queued on the worker that frees up first instead).
+    pub capped: u64,
+    /// Requests offered an optional part, and those whose optional part ran (brownout).
+    pub optional: (u64, u64),
 }
 
 /// One evaluator run.
@@ -72,6 +79,11 @@ pub struct Engine<'a, P: Probe> {
     latency: Histogram<u64>,
     events: u64,
     drain_surplus: bool,
+    fleet: Fleet,
+    max_workers: [Option<u32>; 2],
+    rejected: u64,
+    capped: u64,
+    brownout: Option<Driver>,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
@@ -82,6 +94,7 @@ impl<'a, P: Probe> Engine<'a, P> {
         dispatcher: Dispatcher,
         probe: P,
     ) -> Self {
+        let dispatcher_fleet = dispatcher.fleet();
         Engine {
             platform,
             allocator,
@@ -100,7 +113,29 @@ impl<'a, P: Probe> Engine<'a, P> {
                 .expect("static histogram bounds"),
             events: 0,
             drain_surplus: false,
+            fleet: dispatcher_fleet,
+            max_workers: [None, None],
+            rejected: 0,
+            capped: 0,
+            brownout: None,
         }
+    }
+
+    /// Caps the pool at `max[kind]` workers of each type (spinning up and down included).
+    pub fn max_workers(mut self, max: [Option<u32>; 2]) -> Self {
+        self.max_workers = max;
+        self
+    }
+
+    /// Runs brownout on requests' optional parts; the dimmer's draws are seeded with `seed`.
+    pub fn brownout(mut self, setup: Option<PoolBrownout>, seed: u64) -> Self {
+        self.brownout = setup.map(|s| Driver::new(s, seed));
+        self
+    }
+
+    fn at_cap(&self, kind: Kind) -> bool {
+        self.max_workers[kind.index()]
+            .is_some_and(|m| self.pool.allocated(kind) + self.pool.spinning_down(kind) >= m)
     }
 
     /// Takes FPGAs above the target out of dispatch at each tick (MArk-ideal), instead of letting
@@ -115,6 +150,7 @@ impl<'a, P: Probe> Engine<'a, P> {
     pub fn run(mut self, requests: impl Iterator<Item = Request>, horizon: Time) -> (Outcome, P) {
         let interval = self.platform.interval();
         let initial = self.allocator.initial();
+        let initial = self.cap_fpgas(initial);
         for _ in 0..initial {
             let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
             self.arm(id, self.platform.idle_timeout(Kind::Fpga));
@@ -124,32 +160,46 @@ impl<'a, P: Probe> Engine<'a, P> {
         let mut tick_index: u64 = 0;
         let mut next_tick: Option<Time> = Some(0);
         loop {
-            let timer_at = self.timers.peek().map(|Reverse(t)| t.0);
             let arrival_at = requests.peek().map(|r| r.arrival);
-            // Pick the earliest source; ties go timers, then ticks, then arrivals.
-            let tick_due = next_tick
-                .is_some_and(|t| timer_at.is_none_or(|x| t < x) && arrival_at.is_none_or(|a| t <= a));
-            let timer_due = timer_at
-                .is_some_and(|x| next_tick.is_none_or(|t| x <= t) && arrival_at.is_none_or(|a| x <= a));
-            self.events += 1;
-            if timer_due {
-                let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
-                self.on_timer(now, timer, id, generation);
-            } else if tick_due {
-                let now = next_tick.unwrap_or_default();
-                if now < horizon {
-                    self.on_tick(now, tick_index as usize);
-                    tick_index += 1;
-                    next_tick = Some(now + interval);
-                } else {
-                    self.drain(now);
-                    next_tick = None;
-                }
-            } else if let Some(r) = requests.next() {
-                self.on_arrival(r);
-            } else {
-                self.events -= 1;
+            // The earliest source goes first; at equal times: timers, interval ticks, brownout control
+            // periods (only while requests still arrive), then arrivals.
+            let sources = [
+                self.timers.peek().map(|Reverse(t)| t.0),
+                next_tick,
+                self.brownout.as_ref().filter(|_| arrival_at.is_some()).map(Driver::next_tick),
+                arrival_at,
+            ];
+            let Some((_, source)) = sources.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i))).min()
+            else {
                 break;
+            };
+            self.events += 1;
+            match source {
+                0 => {
+                    let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
+                    self.on_timer(now, timer, id, generation);
+                }
+                1 => {
+                    let now = next_tick.unwrap_or_default();
+                    if now < horizon {
+                        self.on_tick(now, tick_index as usize);
+                        tick_index += 1;
+                        next_tick = Some(now + interval);
+                    } else {
+                        self.drain(now);
+                        next_tick = None;
+                    }
+                }
+                2 => {
+                    if let Some(b) = self.brownout.as_mut() {
+                        b.tick();
+                    }
+                }
+                _ => {
+                    if let Some(r) = requests.next() {
+                        self.on_arrival(r);
+                    }
+                }
             }
         }
         debug_assert!(self.pool.is_empty(), "pool not drained");
@@ -163,6 +213,9 @@ impl<'a, P: Probe> Engine<'a, P> {
             intervals: tick_index,
             events: self.events,
             end,
+            rejected: self.rejected,
+            capped: self.capped,
+            optional: self.brownout.as_ref().map_or((0, 0), |b| (b.offered, b.served)),
         };
         (outcome, self.probe)
     }
@@ -244,7 +297,8 @@ impl<'a, P: Probe> Engine<'a, P> {
             fpgas_allocated: self.pool.allocated(Kind::Fpga),
         };
         self.work = [0; 2];
-        self.target = self.allocator.plan(&stats);
+        let planned = self.allocator.plan(&stats);
+        self.target = self.cap_fpgas(planned);
         let serving = self.pool.allocated(Kind::Fpga) - self.pool.draining(Kind::Fpga);
         if self.target > serving {
             let mut missing = self.target - serving;
@@ -254,6 +308,9 @@ impl<'a, P: Probe> Engine<'a, P> {
                 missing -= 1;
             }
             for _ in 0..missing {
+                if self.at_cap(Kind::Fpga) {
+                    break; // FPGAs still spinning down count against the cap
+                }
                 self.spin_up(Kind::Fpga, now);
             }
         } else {
@@ -273,6 +330,11 @@ impl<'a, P: Probe> Engine<'a, P> {
                 self.arm(id, self.platform.idle_timeout(Kind::Fpga));
             }
         }
+    }
+
+    /// The FPGA target within the FPGA cap.
+    fn cap_fpgas(&self, target: u32) -> u32 {
+        self.max_workers[Kind::Fpga.index()].map_or(target, |m| target.min(m))
     }
 
     /// Releases FPGAs idle past their timeout, longest idle first, while above the target.
@@ -306,13 +368,33 @@ impl<'a, P: Probe> Engine<'a, P> {
     #[inline]
     fn on_arrival(&mut self, r: Request) {
         let now = r.arrival;
-        let job = Job {
-            deadline: r.deadline(self.platform.deadline_factor),
-            service: [self.platform.cpu.service(r.size), self.platform.fpga.service(r.size)],
-        };
+        let deadline = r.deadline(self.platform.deadline_factor);
+        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
+        // Without brownout every optional part runs.
+        let optional = r.optional > 0 && self.brownout.as_mut().is_none_or(|b| b.gate(now, workers));
+        let work = if optional { r.size + r.optional } else { r.size };
+        let job =
+            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] };
         let id = match self.dispatcher.place(&self.pool, &job, now) {
             Placement::Assign(id) => id,
-            Placement::SpinUp(kind) => self.spin_up(kind, now),
+            Placement::SpinUp(kind) if !self.at_cap(kind) => self.spin_up(kind, now),
+            Placement::SpinUp(kind) => {
+                // The pool is capped: queue on whichever allowed worker frees up first.
+                self.capped += 1;
+                let best = Kind::ALL
+                    .into_iter()
+                    .filter(|&k| self.fleet.allows(k))
+                    .filter_map(|k| self.pool.earliest_free(k))
+                    .min_by_key(|&w| self.pool.worker(w).start_at(now));
+                let _ = kind;
+                match best {
+                    Some(w) => w,
+                    None => {
+                        self.rejected += 1;
+                        return;
+                    }
+                }
+            }
         };
         let kind = self.pool.worker(id).kind;
         let service = job.service[kind.index()];
@@ -321,9 +403,13 @@ impl<'a, P: Probe> Engine<'a, P> {
         if w.state == WorkerState::Active && !w.timer_armed {
             self.arm(id, self.platform.idle_timeout(kind));
         }
+        if let Some(b) = self.brownout.as_mut() {
+            let span = deadline.saturating_sub(now).max(1);
+            b.dispatched(finish, (finish - now) as f64 / span as f64, optional);
+        }
         self.work[kind.index()] += service;
         self.out_served[kind.index()] += 1;
-        self.total_size += r.size;
+        self.total_size += work;
         self.misses += u64::from(finish > job.deadline);
         self.latency.saturating_record(((finish - now) / 1_000).max(1));
         self.probe.served(&r, id, kind, start, finish);

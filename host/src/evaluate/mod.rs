@@ -2,9 +2,11 @@
 
 pub mod brownout;
 pub mod engine;
+pub mod pool_brownout;
 pub mod report;
 
 pub use engine::{Engine, Outcome, Probe};
+pub use pool_brownout::PoolBrownout;
 pub use report::Report;
 
 use crate::model::{Platform, Request, Time};
@@ -47,12 +49,16 @@ pub struct Plan {
     pub dispatcher: Option<DispatcherKind>,
     /// FPGA-dynamic: the largest headroom multiple to try.
     pub max_headroom: u32,
+    /// Caps on the pool, per worker type (CPU, FPGA).
+    pub max_workers: [Option<u32>; 2],
+    /// Brownout on requests' optional parts.
+    pub brownout: Option<PoolBrownout>,
 }
 
 impl Plan {
     /// `scheduler` with its own dispatcher.
     pub fn new(scheduler: Scheduler) -> Self {
-        Plan { scheduler, dispatcher: None, max_headroom: 64 }
+        Plan { scheduler, dispatcher: None, max_headroom: 64, max_workers: [None, None], brownout: None }
     }
 }
 
@@ -78,9 +84,13 @@ pub fn run_with<W: Workload, P: Probe>(
         dispatcher.build(plan.scheduler.fleet(), platform.fpga.spin_up),
         probe,
     )
-    .drain_surplus(plan.scheduler.drains_surplus());
+    .drain_surplus(plan.scheduler.drains_surplus())
+    .max_workers(plan.max_workers)
+    .brownout(plan.brownout, 0);
     let (outcome, probe) = engine.run(workload.requests(), workload.horizon());
-    let report = Report::new(plan.scheduler.to_string(), dispatcher.name().to_string(), platform, &outcome);
+    let mut report =
+        Report::new(plan.scheduler.to_string(), dispatcher.name().to_string(), platform, &outcome);
+    report.brownout = plan.brownout.map(|b| b.controller.name().to_string());
     (report, probe)
 }
 

@@ -19,6 +19,8 @@ pub struct KindReport {
     pub allocated_s: f64,
     /// Busy worker-seconds.
     pub busy_s: f64,
+    /// Most workers held at once.
+    pub peak: u32,
 }
 
 /// Response-time percentiles in milliseconds.
@@ -45,8 +47,17 @@ pub struct Report {
     /// the busiest interval's need.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headroom: Option<u32>,
-    /// Requests served (every request of the trace).
+    /// Requests served (every request of the trace that was not rejected).
     pub requests: u64,
+    /// Requests rejected: the pool was capped and held no worker of an allowed type.
+    pub rejected: u64,
+    /// Spin-ups a cap refused (those requests queued on the worker freeing up first).
+    pub capped_spin_ups: u64,
+    /// Brownout controller, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brownout: Option<String>,
+    /// Share of requests with an optional part whose optional part ran (1 without brownout).
+    pub optional_ratio: f64,
     /// Share of requests run on CPU workers.
     pub cpu_share: f64,
     /// Requests that finished after their deadline.
@@ -100,6 +111,7 @@ impl Report {
                 spin_ups: l.spin_ups,
                 allocated_s: to_secs(l.allocated),
                 busy_s: to_secs(l.busy),
+                peak: outcome.pool.peak(k),
             }
         };
         let (cpu, fpga) = (kind(Kind::Cpu), kind(Kind::Fpga));
@@ -116,6 +128,14 @@ impl Report {
             dispatcher,
             headroom: None,
             requests,
+            rejected: outcome.rejected,
+            capped_spin_ups: outcome.capped,
+            brownout: None,
+            optional_ratio: if outcome.optional.0 == 0 {
+                1.0
+            } else {
+                outcome.optional.1 as f64 / outcome.optional.0 as f64
+            },
             cpu_share: share(outcome.served[Kind::Cpu.index()]),
             deadline_misses: outcome.misses,
             miss_share: share(outcome.misses),

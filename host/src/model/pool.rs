@@ -112,6 +112,7 @@ pub struct Pool {
     allocated: [u32; 2],
     draining: [u32; 2],
     spinning_down: [u32; 2],
+    peak: [u32; 2],
     ledger: [Ledger; 2],
 }
 
@@ -149,6 +150,11 @@ impl Pool {
     /// Workers of `kind` spinning up.
     pub fn spinning_up(&self, kind: Kind) -> u32 {
         self.allocating[kind.index()].len() as u32
+    }
+
+    /// The most workers of `kind` held at once (spinning up, active or spinning down).
+    pub fn peak(&self, kind: Kind) -> u32 {
+        self.peak[kind.index()]
     }
 
     /// Accounting of the released workers of `kind`.
@@ -241,6 +247,8 @@ impl Pool {
             }
         };
         self.allocated[kind.index()] += 1;
+        let held = self.allocated[kind.index()] + self.spinning_down[kind.index()];
+        self.peak[kind.index()] = self.peak[kind.index()].max(held);
         let l = &mut self.ledger[kind.index()];
         l.spin_ups += 1;
         l.spinning += spin;

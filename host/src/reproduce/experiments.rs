@@ -127,7 +127,7 @@ impl Job {
     pub fn run(&self) -> Result<Row, String> {
         let metrics = match &self.work {
             Work::Sim { platform, trace, scheduler, dispatcher } => {
-                let plan = Plan { scheduler: *scheduler, dispatcher: *dispatcher, max_headroom: 64 };
+                let plan = Plan { dispatcher: *dispatcher, ..Plan::new(*scheduler) };
                 let report = match trace {
                     TraceSource::Synthetic(s) => {
                         let t = s.generate().map_err(|e| e.to_string())?;

@@ -25,6 +25,11 @@ impl EfficientFirst {
         EfficientFirst { fleet, fpga_spin_up }
     }
 
+    /// The worker types it places on.
+    pub fn fleet(&self) -> Fleet {
+        self.fleet
+    }
+
     /// Where to run `job` at `now`.
     #[inline]
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {

@@ -18,6 +18,11 @@ impl IndexPacking {
         IndexPacking { fleet, fpga_spin_up }
     }
 
+    /// The worker types it places on.
+    pub fn fleet(&self) -> Fleet {
+        self.fleet
+    }
+
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
         for (i, w) in pool.slots().iter().enumerate() {

@@ -115,6 +115,15 @@ impl DispatcherKind {
 }
 
 impl Dispatcher {
+    /// The worker types it places on.
+    pub fn fleet(&self) -> Fleet {
+        match self {
+            Dispatcher::EfficientFirst(d) => d.fleet(),
+            Dispatcher::RoundRobin(d) => d.fleet(),
+            Dispatcher::IndexPacking(d) => d.fleet(),
+        }
+    }
+
     /// Where to run `job` at `now`.
     #[inline]
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {

@@ -19,6 +19,11 @@ impl RoundRobin {
         RoundRobin { fleet, fpga_spin_up, next: 0 }
     }
 
+    /// The worker types it places on.
+    pub fn fleet(&self) -> Fleet {
+        self.fleet
+    }
+
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
         let slots = pool.slots();
