@@ -161,3 +161,48 @@ fn bench_reports_a_rate() {
     let v = json(&o);
     assert!(v[0]["requests_per_s"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn brownout_scenario_compares_controllers_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bo");
+    let o =
+        spork(&["brownout", "--duration", "3m", "--seeds", "2", "--json", "--out", out.to_str().unwrap()]);
+    let v = json(&o);
+    let rows = v.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["controller"].as_str().unwrap()).collect();
+    assert_eq!(names, ["none", "dimmer", "pi", "cascaded", "cascaded-ff"]);
+    let iae = |n: &str| rows.iter().find(|r| r["controller"] == n).unwrap()["iae"].as_f64().unwrap();
+    assert!(iae("cascaded") < iae("dimmer") && iae("dimmer") < iae("none"));
+    for f in ["brownout.png", "brownout.svg", "brownout_periods.csv", "brownout.json"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let e = stderr(&spork(&["brownout", "--controller", "fuzzy"]));
+    assert!(e.contains("unknown controller 'fuzzy'"), "{e}");
+}
+
+#[test]
+fn simulate_with_caps_and_brownout() {
+    let args = [
+        "simulate",
+        "--duration",
+        "20m",
+        "--size",
+        "10ms",
+        "--workers",
+        "20",
+        "--max-cpu",
+        "60",
+        "--max-fpga",
+        "20",
+    ];
+    let v = json(&spork(&[&args[..], &["--optional-factor", "1", "--brownout", "pi", "--json"]].concat()));
+    let r = v["reports"].as_array().unwrap();
+    assert_eq!(r.len(), 2, "the run with brownout is shown beside the run without");
+    assert!(r[0]["brownout"].is_null() && r[1]["brownout"] == "pi");
+    assert_eq!(r[0]["optional_ratio"].as_f64(), Some(1.0));
+    assert!(r[1]["optional_ratio"].as_f64().unwrap() < 1.0);
+    assert!(r[1]["deadline_misses"].as_u64() <= r[0]["deadline_misses"].as_u64());
+    let e = stderr(&spork(&[&args[..], &["--brownout", "pi"]].concat()));
+    assert!(e.contains("--optional-factor"), "{e}");
+}

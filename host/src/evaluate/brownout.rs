@@ -212,7 +212,8 @@ pub fn run(scenario: &Scenario, kind: ControllerKind, seed: u64) -> Outcome {
             }
             let mean_queue = recent_queue.iter().sum::<f64>() / recent_queue.len() as f64;
             let p_opt = p95(&mut period_opt);
-            if let Some(y) = p_opt {
+            // Metrics cover the scenario's periods, not the drain after its last arrival.
+            if let Some(y) = p_opt.filter(|_| now <= scenario.duration_s + 1e-9) {
                 iae += (y - scenario.setpoint_s).abs();
                 periods_with += 1;
                 periods_over += u64::from(y > scenario.setpoint_s);
