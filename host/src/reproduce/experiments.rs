@@ -197,6 +197,26 @@ pub fn bmodel_load(burstiness: f64, intervals: usize, mean: f64, seed: u64) -> V
     bins.iter().map(|&b| if avg > 0.0 { b as f64 / avg * mean } else { mean }).collect()
 }
 
+/// A simulation run of `scheduler` (with its own dispatcher unless `dispatcher`) on `trace`.
+fn sim(
+    experiment: &'static str,
+    at: &[(&str, f64)],
+    trace: u32,
+    platform: Platform,
+    source: TraceSource,
+    scheduler: Scheduler,
+    dispatcher: Option<DispatcherKind>,
+) -> Job {
+    let series = dispatcher.map_or_else(|| scheduler.to_string(), |d| d.name().to_string());
+    Job {
+        experiment,
+        params: params(at),
+        trace,
+        series,
+        work: Work::Sim { platform, trace: source, scheduler, dispatcher },
+    }
+}
+
 fn params(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
     kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -215,6 +235,10 @@ fn synthetic(scale: &Scale, burstiness: f64, size: SizeSpec, trace: u32) -> Trac
 /// Size buckets as sweep values.
 pub const SIZES: [(SizeSpec, &str); 3] =
     [(SizeSpec::Short, "short"), (SizeSpec::Medium, "medium"), (SizeSpec::Long, "long")];
+
+/// The three dispatchers of Table 9.
+pub const DISPATCHERS: [DispatcherKind; 3] =
+    [DispatcherKind::EfficientFirst, DispatcherKind::RoundRobin, DispatcherKind::IndexPacking];
 
 /// The four schedulers of the sensitivity figures.
 pub const SENSITIVITY: [Scheduler; 4] = [
@@ -276,30 +300,14 @@ pub fn milp_jobs(scale: &Scale) -> Vec<Job> {
 pub fn fig4_jobs(scale: &Scale) -> Vec<Job> {
     let mut platform = Platform::default();
     platform.fpga.spin_up = from_secs(60.0);
-    let schedulers = [
-        Scheduler::MarkIdeal,
-        Scheduler::Spork(Objective::COST),
-        Scheduler::Spork(Objective::BALANCED),
-        Scheduler::Spork(Objective::ENERGY),
-        Scheduler::SporkIdeal(Objective::COST),
-        Scheduler::SporkIdeal(Objective::ENERGY),
-    ];
+    // MArk-ideal and the five Spork variants: the paper's list from MArk-ideal on.
+    let schedulers = &Scheduler::PAPER[3..];
     let mut jobs = Vec::new();
     for &b in &scale.burstiness {
         for trace in 0..scale.traces {
-            for s in schedulers {
-                jobs.push(Job {
-                    experiment: "fig4",
-                    params: params(&[("burstiness", b)]),
-                    trace,
-                    series: s.to_string(),
-                    work: Work::Sim {
-                        platform,
-                        trace: synthetic(scale, b, SizeSpec::Short, trace),
-                        scheduler: s,
-                        dispatcher: None,
-                    },
-                });
+            for &s in schedulers {
+                let source = synthetic(scale, b, SizeSpec::Short, trace);
+                jobs.push(sim("fig4", &[("burstiness", b)], trace, platform, source, s, None));
             }
         }
     }
@@ -315,18 +323,9 @@ pub fn fig5_jobs(scale: &Scale) -> Vec<Job> {
         for &b in &scale.burstiness {
             for trace in 0..scale.traces {
                 for s in SENSITIVITY {
-                    jobs.push(Job {
-                        experiment: "fig5",
-                        params: params(&[("burstiness", b), ("fpga_spin_up_s", spin)]),
-                        trace,
-                        series: s.to_string(),
-                        work: Work::Sim {
-                            platform,
-                            trace: synthetic(scale, b, SizeSpec::Short, trace),
-                            scheduler: s,
-                            dispatcher: None,
-                        },
-                    });
+                    let source = synthetic(scale, b, SizeSpec::Short, trace);
+                    let at = [("burstiness", b), ("fpga_spin_up_s", spin)];
+                    jobs.push(sim("fig5", &at, trace, platform, source, s, None));
                 }
             }
         }
@@ -344,18 +343,9 @@ pub fn fig6_jobs(scale: &Scale) -> Vec<Job> {
             platform.fpga.busy_power_w = busy;
             for trace in 0..scale.traces {
                 for s in SENSITIVITY {
-                    jobs.push(Job {
-                        experiment: "fig6",
-                        params: params(&[("fpga_speedup", speedup), ("fpga_busy_w", busy)]),
-                        trace,
-                        series: s.to_string(),
-                        work: Work::Sim {
-                            platform,
-                            trace: synthetic(scale, 0.6, SizeSpec::Short, trace),
-                            scheduler: s,
-                            dispatcher: None,
-                        },
-                    });
+                    let source = synthetic(scale, 0.6, SizeSpec::Short, trace);
+                    let at = [("fpga_speedup", speedup), ("fpga_busy_w", busy)];
+                    jobs.push(sim("fig6", &at, trace, platform, source, s, None));
                 }
             }
         }
@@ -366,38 +356,17 @@ pub fn fig6_jobs(scale: &Scale) -> Vec<Job> {
 /// Figure 7 and Table 9: request-size buckets (size index 0 short, 1 medium, 2 long).
 pub fn size_jobs(scale: &Scale) -> Vec<Job> {
     let mut jobs = Vec::new();
+    let platform = Platform::default();
     for (i, (size, _)) in SIZES.iter().enumerate() {
+        let at = [("size", i as f64)];
         for trace in 0..scale.traces {
             let source = synthetic(scale, 0.6, *size, trace);
             for s in SENSITIVITY {
-                jobs.push(Job {
-                    experiment: "fig7",
-                    params: params(&[("size", i as f64)]),
-                    trace,
-                    series: s.to_string(),
-                    work: Work::Sim {
-                        platform: Platform::default(),
-                        trace: source.clone(),
-                        scheduler: s,
-                        dispatcher: None,
-                    },
-                });
+                jobs.push(sim("fig7", &at, trace, platform, source.clone(), s, None));
             }
-            for d in
-                [DispatcherKind::EfficientFirst, DispatcherKind::RoundRobin, DispatcherKind::IndexPacking]
-            {
-                jobs.push(Job {
-                    experiment: "table9",
-                    params: params(&[("size", i as f64)]),
-                    trace,
-                    series: d.name().to_string(),
-                    work: Work::Sim {
-                        platform: Platform::default(),
-                        trace: source.clone(),
-                        scheduler: Scheduler::Spork(Objective::ENERGY),
-                        dispatcher: Some(d),
-                    },
-                });
+            for d in DISPATCHERS {
+                let spork_e = Scheduler::Spork(Objective::ENERGY);
+                jobs.push(sim("table9", &at, trace, platform, source.clone(), spork_e, Some(d)));
             }
         }
     }
@@ -408,37 +377,19 @@ pub fn size_jobs(scale: &Scale) -> Vec<Job> {
 /// schedulers and, for SporkE, the three dispatchers. `dataset` is 0 for Azure, 1 for Alibaba.
 pub fn production_jobs(dataset: u32, apps: &[(usize, Vec<(String, RateTrace)>)]) -> Vec<Job> {
     let mut jobs = Vec::new();
+    let platform = Platform::default();
     for (size_index, selected) in apps {
+        let at = [("dataset", f64::from(dataset)), ("size", *size_index as f64)];
         for (i, (_, t)) in selected.iter().enumerate() {
-            let t = Arc::new(t.clone());
-            let p = params(&[("dataset", f64::from(dataset)), ("size", *size_index as f64)]);
+            let source = TraceSource::Production(Arc::new(t.clone()));
+            let trace = i as u32;
             for s in Scheduler::PAPER {
-                jobs.push(Job {
-                    experiment: "table8",
-                    params: p.clone(),
-                    trace: i as u32,
-                    series: s.to_string(),
-                    work: Work::Sim {
-                        platform: Platform::default(),
-                        trace: TraceSource::Production(t.clone()),
-                        scheduler: s,
-                        dispatcher: None,
-                    },
-                });
+                jobs.push(sim("table8", &at, trace, platform, source.clone(), s, None));
             }
+            // SporkE with efficient-first is table8's SporkE row; the other two dispatchers go here.
             for d in [DispatcherKind::RoundRobin, DispatcherKind::IndexPacking] {
-                jobs.push(Job {
-                    experiment: "table9prod",
-                    params: p.clone(),
-                    trace: i as u32,
-                    series: d.name().to_string(),
-                    work: Work::Sim {
-                        platform: Platform::default(),
-                        trace: TraceSource::Production(t.clone()),
-                        scheduler: Scheduler::Spork(Objective::ENERGY),
-                        dispatcher: Some(d),
-                    },
-                });
+                let spork_e = Scheduler::Spork(Objective::ENERGY);
+                jobs.push(sim("table9prod", &at, trace, platform, source.clone(), spork_e, Some(d)));
             }
         }
     }
