@@ -153,19 +153,21 @@ impl<'a, P: Probe> Engine<'a, P> {
         let initial = self.cap_fpgas(initial);
         for _ in 0..initial {
             let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
-            self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+            self.arm(id, self.platform.idle_timeout(Kind::Fpga), 0);
         }
         self.target = initial;
         let mut requests = requests.peekable();
         let mut tick_index: u64 = 0;
         let mut next_tick: Option<Time> = Some(0);
+        let mut last_event: Time = 0;
         loop {
             let arrival_at = requests.peek().map(|r| r.arrival);
-            // The earliest source goes first; at equal times: timers, interval ticks, brownout control
-            // periods (only while requests still arrive), then arrivals.
+            // The earliest source goes first; at equal times: interval ticks (so that idle checks falling
+            // on a tick are judged against the new plan), worker timers, brownout control periods (only
+            // while requests still arrive), then arrivals.
             let sources = [
-                self.timers.peek().map(|Reverse(t)| t.0),
                 next_tick,
+                self.timers.peek().map(|Reverse(t)| t.0),
                 self.brownout.as_ref().filter(|_| arrival_at.is_some()).map(Driver::next_tick),
                 arrival_at,
             ];
@@ -173,13 +175,15 @@ impl<'a, P: Probe> Engine<'a, P> {
             else {
                 break;
             };
+            debug_assert!(sources[source].is_some_and(|t| t >= last_event), "events out of time order");
+            last_event = sources[source].unwrap_or(last_event);
             self.events += 1;
             match source {
-                0 => {
+                1 => {
                     let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
                     self.on_timer(now, timer, id, generation);
                 }
-                1 => {
+                0 => {
                     let now = next_tick.unwrap_or_default();
                     if now < horizon {
                         self.on_tick(now, tick_index as usize);
@@ -230,9 +234,10 @@ impl<'a, P: Probe> Engine<'a, P> {
         self.timers.push(Reverse((at, self.seq, timer, id, generation)));
     }
 
-    /// Arms the idle timer of an active worker for when its queue drains plus the idle timeout.
-    fn arm(&mut self, id: WorkerId, timeout: Time) {
-        let due = self.pool.worker(id).busy_until.saturating_add(timeout);
+    /// Arms the idle timer of an active worker for when its queue drains plus the idle timeout (never
+    /// before `now`).
+    fn arm(&mut self, id: WorkerId, timeout: Time, now: Time) {
+        let due = self.pool.worker(id).busy_until.saturating_add(timeout).max(now);
         self.pool.set_timer_armed(id, true);
         self.push(due, Timer::IdleCheck, id);
     }
@@ -260,14 +265,14 @@ impl<'a, P: Probe> Engine<'a, P> {
         match (timer, w.state) {
             (Timer::SpinUpDone, WorkerState::SpinningUp) => {
                 self.pool.finish_spin_up(id);
-                self.arm(id, self.platform.idle_timeout(w.kind));
+                self.arm(id, self.platform.idle_timeout(w.kind), now);
             }
             (Timer::IdleCheck, WorkerState::Active) => {
                 self.pool.set_timer_armed(id, false);
                 let timeout = self.platform.idle_timeout(w.kind);
                 let due = w.busy_until.saturating_add(timeout);
                 if now < due {
-                    self.arm(id, timeout);
+                    self.arm(id, timeout, now);
                 } else if may_release(
                     w.kind,
                     w.busy_until,
@@ -314,20 +319,28 @@ impl<'a, P: Probe> Engine<'a, P> {
                 self.spin_up(Kind::Fpga, now);
             }
         } else {
-            if self.drain_surplus {
-                self.drain_least_loaded(serving - self.target);
-            }
+            // Idle FPGAs past their timeout go first; MArk-ideal then takes the rest of its surplus out
+            // of dispatch.
             self.release_idle_fpgas(now);
+            let serving = self.pool.allocated(Kind::Fpga) - self.pool.draining(Kind::Fpga);
+            if self.drain_surplus && serving > self.target {
+                self.drain_least_loaded(serving - self.target, now);
+            }
         }
     }
 
     /// Takes the `count` least-loaded active FPGAs out of dispatch.
-    fn drain_least_loaded(&mut self, count: u32) {
+    fn drain_least_loaded(&mut self, count: u32, now: Time) {
+        let timeout = self.platform.idle_timeout(Kind::Fpga);
         for _ in 0..count {
-            let Some(&(_, id)) = self.pool.index(Phase::Active, Kind::Fpga).first() else { break };
+            let Some(&(busy_until, id)) = self.pool.index(Phase::Active, Kind::Fpga).first() else { break };
+            if busy_until.saturating_add(timeout) <= now {
+                self.release(id, now); // already idle past its timeout
+                continue;
+            }
             self.pool.drain(id);
             if !self.pool.worker(id).timer_armed {
-                self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+                self.arm(id, timeout, now);
             }
         }
     }
@@ -361,7 +374,7 @@ impl<'a, P: Probe> Engine<'a, P> {
             })
             .collect();
         for id in held {
-            self.arm(id, self.platform.idle_timeout(Kind::Fpga));
+            self.arm(id, self.platform.idle_timeout(Kind::Fpga), now);
         }
     }
 
@@ -401,7 +414,7 @@ impl<'a, P: Probe> Engine<'a, P> {
         let (start, finish) = self.pool.assign(id, now, service);
         let w = self.pool.worker(id);
         if w.state == WorkerState::Active && !w.timer_armed {
-            self.arm(id, self.platform.idle_timeout(kind));
+            self.arm(id, self.platform.idle_timeout(kind), now);
         }
         if let Some(b) = self.brownout.as_mut() {
             let span = deadline.saturating_sub(now).max(1);

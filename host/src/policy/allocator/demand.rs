@@ -35,7 +35,8 @@ impl Demand {
         let mut work = vec![0.0; n];
         for r in requests {
             let t = ((r.arrival / interval) as usize).min(n - 1);
-            work[t] += to_secs(r.size) / platform.fpga.speedup;
+            // Offered work: the optional part counts too (brownout may later skip it).
+            work[t] += to_secs(r.size + r.optional) / platform.fpga.speedup;
         }
         Demand { work_s: work, interval_s: to_secs(interval) }
     }
