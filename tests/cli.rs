@@ -206,3 +206,26 @@ fn simulate_with_caps_and_brownout() {
     let e = stderr(&spork(&[&args[..], &["--brownout", "pi"]].concat()));
     assert!(e.contains("--optional-factor"), "{e}");
 }
+
+#[test]
+fn optimal_solves_and_reports_the_gap() {
+    let v = json(&spork(&[
+        "optimal",
+        "--fleet",
+        "hybrid",
+        "--objective",
+        "cost",
+        "--intervals",
+        "300",
+        "--json",
+    ]));
+    let s = &v["solution"];
+    assert_eq!(s["status"], "Optimal");
+    assert!(s["gap"].as_f64().unwrap() <= 1e-4);
+    assert_eq!(s["fpgas"].as_array().unwrap().len(), 300);
+    assert!(s["relative_cost"].as_f64().unwrap() >= 1.0);
+    let e = stderr(&spork(&["optimal", "--fleet", "gpu-only"]));
+    assert!(e.contains("unknown fleet 'gpu-only'"), "{e}");
+    let e = stderr(&spork(&["optimal", "--objective", "speed"]));
+    assert!(e.contains("unknown objective 'speed'"), "{e}");
+}
