@@ -68,6 +68,8 @@ pub struct Worker {
     /// Taken out of dispatch by an allocator that enforces its target; it finishes its queue and
     /// idles out unless it is taken back.
     pub draining: bool,
+    /// Allocation order across both types (never reused): index packing's server number.
+    pub seq: u64,
 }
 
 impl Worker {
@@ -109,6 +111,9 @@ pub struct Pool {
     free: BinaryHeap<Reverse<u32>>,
     active: [BTreeSet<(Time, WorkerId)>; 2],
     allocating: [BTreeSet<(Time, WorkerId)>; 2],
+    /// Dispatchable workers (spinning up or active, not draining) in allocation order.
+    order: BTreeSet<(u64, WorkerId)>,
+    next_seq: u64,
     allocated: [u32; 2],
     draining: [u32; 2],
     spinning_down: [u32; 2],
@@ -234,7 +239,9 @@ impl Pool {
             rank,
             timer_armed: false,
             draining: false,
+            seq: self.next_seq,
         };
+        self.next_seq += 1;
         let id = match self.free.pop() {
             Some(Reverse(slot)) => {
                 let generation = self.slots[slot as usize].generation.wrapping_add(1);
@@ -246,6 +253,7 @@ impl Pool {
                 WorkerId(self.slots.len() as u32 - 1)
             }
         };
+        self.order.insert((self.pool_seq(id), id));
         self.allocated[kind.index()] += 1;
         let held = self.allocated[kind.index()] + self.spinning_down[kind.index()];
         self.peak[kind.index()] = self.peak[kind.index()].max(held);
@@ -255,6 +263,15 @@ impl Pool {
         let phase = if state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
         self.index_mut(phase, kind).insert((ready_at, id));
         id
+    }
+
+    fn pool_seq(&self, id: WorkerId) -> u64 {
+        self.slots[id.index()].seq
+    }
+
+    /// Dispatchable workers (spinning up or active, not draining), oldest allocation first.
+    pub fn in_allocation_order(&self) -> impl Iterator<Item = WorkerId> + '_ {
+        self.order.iter().map(|&(_, id)| id)
     }
 
     /// Marks a spinning-up worker active (its ready time has come).
@@ -290,8 +307,9 @@ impl Pool {
         let w = &mut self.slots[id.index()];
         debug_assert!(w.state == WorkerState::Active && !w.draining);
         w.draining = true;
-        let (key, kind) = ((w.busy_until, id), w.kind);
+        let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
         self.active[kind.index()].remove(&key);
+        self.order.remove(&(seq, id));
         self.draining[kind.index()] += 1;
     }
 
@@ -300,8 +318,9 @@ impl Pool {
         let w = &mut self.slots[id.index()];
         debug_assert!(w.state == WorkerState::Active && w.draining);
         w.draining = false;
-        let (key, kind) = ((w.busy_until, id), w.kind);
+        let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
         self.active[kind.index()].insert(key);
+        self.order.insert((seq, id));
         self.draining[kind.index()] -= 1;
     }
 
@@ -329,12 +348,13 @@ impl Pool {
         w.state = WorkerState::SpinningDown;
         w.released_at = now;
         w.off_at = now + spin_down;
-        let (key, kind) = ((w.busy_until, id), w.kind);
+        let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
         if w.draining {
             w.draining = false;
             self.draining[kind.index()] -= 1;
         } else {
             self.active[kind.index()].remove(&key);
+            self.order.remove(&(seq, id));
         }
         self.allocated[kind.index()] -= 1;
         self.spinning_down[kind.index()] += 1;

@@ -1,9 +1,11 @@
-//! AutoScale's index packing: workers are numbered; each request goes to the lowest-numbered worker
-//! that can meet its deadline, whatever its type, so high-numbered workers idle out. Pool slots are
-//! reused lowest first, which is AutoScale's "turn on the lowest free index". O(n); a baseline.
+//! AutoScale's index packing: workers are numbered in the order they were allocated; each request goes
+//! to the lowest-numbered worker that can meet its deadline, whatever its type, so the newest workers
+//! idle out first. Long-lived workers (FPGAs held across intervals) thus tend to get the low numbers and
+//! burst CPUs the high ones, but a CPU allocated before an FPGA is preferred to it: index packing is
+//! blind to efficiency. Scans in number order until a worker fits; a baseline.
 
 use super::{Fleet, Job, Placement, can_meet, fallback};
-use crate::model::{Pool, Time, WorkerId, WorkerState};
+use crate::model::{Pool, Time};
 
 /// Index packing over pool slots.
 #[derive(Clone, Copy, Debug)]
@@ -25,10 +27,9 @@ impl IndexPacking {
 
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
-        for (i, w) in pool.slots().iter().enumerate() {
-            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) && !w.draining;
-            if live && self.fleet.allows(w.kind) && can_meet(pool, WorkerId(i as u32), job, now) {
-                return Placement::Assign(WorkerId(i as u32));
+        for id in pool.in_allocation_order() {
+            if self.fleet.allows(pool.worker(id).kind) && can_meet(pool, id, job, now) {
+                return Placement::Assign(id);
             }
         }
         fallback(pool, self.fleet, job, now, self.fpga_spin_up)
