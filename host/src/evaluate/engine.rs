@@ -60,6 +60,9 @@ pub struct Outcome {
     pub capped: u64,
     /// Requests offered an optional part, and those whose optional part ran (brownout).
     pub optional: (u64, u64),
+    /// The run stopped at its first deadline miss (see [`Engine::stop_at_first_miss`]): its figures
+    /// cover only what ran until then.
+    pub aborted: bool,
 }
 
 /// One evaluator run.
@@ -84,6 +87,7 @@ pub struct Engine<'a, P: Probe> {
     rejected: u64,
     capped: u64,
     brownout: Option<Driver>,
+    stop_at_miss: bool,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
@@ -118,7 +122,15 @@ impl<'a, P: Probe> Engine<'a, P> {
             rejected: 0,
             capped: 0,
             brownout: None,
+            stop_at_miss: false,
         }
+    }
+
+    /// Stops the run at its first deadline miss: a cheap yes/no for searches that only need to know
+    /// whether a configuration misses at all.
+    pub fn stop_at_first_miss(mut self, on: bool) -> Self {
+        self.stop_at_miss = on;
+        self
     }
 
     /// Caps the pool at `max[kind]` workers of each type (spinning up and down included).
@@ -161,6 +173,9 @@ impl<'a, P: Probe> Engine<'a, P> {
         let mut next_tick: Option<Time> = Some(0);
         let mut last_event: Time = 0;
         loop {
+            if self.stop_at_miss && self.misses > 0 {
+                break;
+            }
             let arrival_at = requests.peek().map(|r| r.arrival);
             // The earliest source goes first; at equal times: interval ticks (so that idle checks falling
             // on a tick are judged against the new plan), worker timers, brownout control periods (only
@@ -206,7 +221,8 @@ impl<'a, P: Probe> Engine<'a, P> {
                 }
             }
         }
-        debug_assert!(self.pool.is_empty(), "pool not drained");
+        let aborted = self.stop_at_miss && self.misses > 0;
+        debug_assert!(aborted || self.pool.is_empty(), "pool not drained");
         let end = horizon.max(self.last_release());
         let outcome = Outcome {
             pool: self.pool,
@@ -220,6 +236,7 @@ impl<'a, P: Probe> Engine<'a, P> {
             rejected: self.rejected,
             capped: self.capped,
             optional: self.brownout.as_ref().map_or((0, 0), |b| (b.offered, b.served)),
+            aborted,
         };
         (outcome, self.probe)
     }

@@ -76,6 +76,20 @@ pub fn run_with<W: Workload, P: Probe>(
     headroom: u32,
     probe: P,
 ) -> (Report, P) {
+    let (report, probe, _) = run_inner(platform, workload, plan, demand, headroom, probe, false);
+    (report, probe)
+}
+
+/// One run; with `stop_at_miss` it ends at the first deadline miss and says so (the last value).
+fn run_inner<W: Workload, P: Probe>(
+    platform: &Platform,
+    workload: &W,
+    plan: &Plan,
+    demand: Option<&Arc<Demand>>,
+    headroom: u32,
+    probe: P,
+    stop_at_miss: bool,
+) -> (Report, P, bool) {
     let dispatcher = plan.dispatcher.unwrap_or(plan.scheduler.default_dispatcher());
     let mut allocator = plan.scheduler.allocator(platform, demand, headroom);
     let engine = Engine::new(
@@ -86,30 +100,39 @@ pub fn run_with<W: Workload, P: Probe>(
     )
     .drain_surplus(plan.scheduler.drains_surplus())
     .max_workers(plan.max_workers)
-    .brownout(plan.brownout, 0);
+    .brownout(plan.brownout, 0)
+    .stop_at_first_miss(stop_at_miss);
     let (outcome, probe) = engine.run(workload.requests(), workload.horizon());
     let mut report =
         Report::new(plan.scheduler.to_string(), dispatcher.name().to_string(), platform, &outcome);
     report.brownout = plan.brownout.map(|b| b.controller.name().to_string());
-    (report, probe)
+    (report, probe, outcome.aborted)
 }
 
 /// Evaluates `plan` on `workload`. FPGA-dynamic and FPGA-static get the least headroom (up to
 /// `plan.max_headroom`) with no deadline misses, found by doubling then bisection; if none meets every
-/// deadline, the largest is reported with its misses.
+/// deadline, the largest is reported with its misses. Candidates that miss stop at their first miss,
+/// so the search costs about one full run per candidate that meets every deadline.
 pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
     let demand = plan.scheduler.needs_demand().then(|| Arc::new(demand(platform, workload)));
-    let run = |k: u32| run_with(platform, workload, plan, demand.as_ref(), k, ()).0;
+    let full = |k: u32| run_inner(platform, workload, plan, demand.as_ref(), k, (), false).0;
     if !plan.scheduler.searches_headroom() {
-        return run(0);
+        return full(0);
     }
+    // A full report if headroom `k` meets every deadline, None at its first miss.
+    let meets = |k: u32| {
+        let (r, _, aborted) = run_inner(platform, workload, plan, demand.as_ref(), k, (), true);
+        (!aborted && r.deadline_misses == 0).then_some(r)
+    };
     // Misses fall as headroom grows: find the least multiple with none.
     let mut lo_fail: Option<u32> = None;
     let mut k = 0;
     let mut best = loop {
-        let r = run(k);
-        if r.deadline_misses == 0 || k >= plan.max_headroom {
+        if let Some(r) = meets(k) {
             break (k, r);
+        }
+        if k >= plan.max_headroom {
+            break (k, full(k)); // nothing meets every deadline: report the largest with its misses
         }
         lo_fail = Some(k);
         k = if k == 0 { 1 } else { (k * 2).min(plan.max_headroom) };
@@ -120,12 +143,12 @@ pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> 
         let mut hi = best.0;
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            let r = run(mid);
-            if r.deadline_misses == 0 {
-                hi = mid;
-                best = (mid, r);
-            } else {
-                lo = mid;
+            match meets(mid) {
+                Some(r) => {
+                    hi = mid;
+                    best = (mid, r);
+                }
+                None => lo = mid,
             }
         }
     }
