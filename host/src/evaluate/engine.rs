@@ -408,16 +408,9 @@ impl<'a, P: Probe> Engine<'a, P> {
         let id = match self.dispatcher.place(&self.pool, &job, now) {
             Placement::Assign(id) => id,
             Placement::SpinUp(kind) if !self.at_cap(kind) => self.spin_up(kind, now),
-            Placement::SpinUp(kind) => {
-                // The pool is capped: queue on whichever allowed worker frees up first.
+            Placement::SpinUp(_) => {
                 self.capped += 1;
-                let best = Kind::ALL
-                    .into_iter()
-                    .filter(|&k| self.fleet.allows(k))
-                    .filter_map(|k| self.pool.earliest_free(k))
-                    .min_by_key(|&w| self.pool.worker(w).start_at(now));
-                let _ = kind;
-                match best {
+                match crate::policy::dispatch::when_capped(&self.pool, self.fleet, now) {
                     Some(w) => w,
                     None => {
                         self.rejected += 1;

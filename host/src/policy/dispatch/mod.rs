@@ -135,6 +135,17 @@ impl Dispatcher {
     }
 }
 
+/// Where a request goes when its dispatcher asked for a spin-up that a cap on the pool refuses: the
+/// allowed worker that frees up first (a likely miss), or none when the fleet holds no worker at all
+/// (the driver then rejects the request and counts it).
+pub fn when_capped(pool: &Pool, fleet: Fleet, now: Time) -> Option<WorkerId> {
+    Kind::ALL
+        .into_iter()
+        .filter(|&k| fleet.allows(k))
+        .filter_map(|k| pool.earliest_free(k))
+        .min_by_key(|&w| pool.worker(w).start_at(now))
+}
+
 /// What every dispatcher does when no allocated worker can meet the deadline.
 fn fallback(pool: &Pool, fleet: Fleet, job: &Job, now: Time, fpga_spin_up: Time) -> Placement {
     if fleet.cpu {
