@@ -1,0 +1,37 @@
+//! The simulated FPGA board: Verilator models of Spork's RTL, each a shared library loaded and
+//! unloaded at run time (the simulated reconfiguration), driven from Rust through a safe API.
+//!
+//! [`Model`] is one loaded design with its port table; [`Instance`] is one running copy with its
+//! own Verilator context (instances may live on different threads). The drivers in [`kernels`] and
+//! [`dispatch`] stream real inputs through the RTL and return what it computed with the cycles it
+//! took, in the shapes of `spork_golden`'s software references.
+
+pub mod dispatch;
+pub mod kernels;
+mod model;
+
+pub use model::{Instance, Model, Port, PortInfo, built_models_dir, model_path};
+
+use std::path::PathBuf;
+
+/// What can go wrong loading or driving a model.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(
+        "no simulated-board model at {path}: build spork-sim (it verilates bitstreams/sim/*.v) or point \
+         SPORK_SIM_MODELS at the folder holding libspork_model_<name>.so"
+    )]
+    Missing { path: PathBuf },
+    #[error("cannot load the model {path}: {source}")]
+    Load { path: PathBuf, source: libloading::Error },
+    #[error("{path} is not a spork-sim model (missing symbol {symbol}): {source}")]
+    Symbol { path: PathBuf, symbol: &'static str, source: libloading::Error },
+    #[error("model {model} has no {direction} port `{port}` (its ports: {known})")]
+    NoPort { model: String, port: String, direction: &'static str, known: String },
+    #[error("model {model} is `{found}`, expected `{expected}`")]
+    WrongModel { model: String, found: String, expected: String },
+    #[error(transparent)]
+    Shape(#[from] spork_golden::ShapeError),
+    #[error("the {model} model produced {got} outputs for {expected} expected after {cycles} cycles")]
+    Stalled { model: String, got: usize, expected: usize, cycles: u64 },
+}

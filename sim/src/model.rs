@@ -1,0 +1,252 @@
+//! Loading Verilated models (shared libraries built by `build.rs`) and driving their ports.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use libloading::Library;
+
+use crate::SimError;
+
+/// Where `build.rs` put the compiled models.
+pub fn built_models_dir() -> PathBuf {
+    PathBuf::from(env!("SPORK_SIM_BUILT_MODELS"))
+}
+
+/// The shared library of model `name`: under `$SPORK_SIM_MODELS` if set, else where it was built.
+pub fn model_path(name: &str) -> PathBuf {
+    let dir = std::env::var_os("SPORK_SIM_MODELS").map(PathBuf::from).unwrap_or_else(built_models_dir);
+    dir.join(format!("libspork_model_{name}.so"))
+}
+
+/// One port of a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    pub name: String,
+    pub width: u32,
+    pub input: bool,
+}
+
+/// A checked handle to a port, from [`Model::input`] or [`Model::output`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Port {
+    index: u32,
+    mask: u64,
+}
+
+struct Api {
+    new: unsafe extern "C" fn() -> *mut c_void,
+    free: unsafe extern "C" fn(*mut c_void),
+    eval: unsafe extern "C" fn(*mut c_void),
+    set: unsafe extern "C" fn(*mut c_void, u32, u64),
+    get: unsafe extern "C" fn(*mut c_void, u32) -> u64,
+    cycles: unsafe extern "C" fn(*mut c_void, u32, u64),
+}
+
+struct Loaded {
+    api: Api,
+    // Declared last: the library is unloaded after the function pointers above are gone.
+    _lib: Library,
+}
+
+/// A loaded model: the design's code in memory, ready to instantiate. Dropping the last handle
+/// (and its instances) unloads the library.
+#[derive(Clone)]
+pub struct Model {
+    name: String,
+    path: PathBuf,
+    ports: Arc<[PortInfo]>,
+    loaded: Arc<Loaded>,
+    load_time: Duration,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model").field("name", &self.name).field("path", &self.path).finish()
+    }
+}
+
+fn symbol<T: Copy>(lib: &Library, path: &Path, name: &'static str) -> Result<T, SimError> {
+    // SAFETY: the symbol is one the shim defines with this exact C signature (`T` at each call site).
+    unsafe { lib.get::<T>(name.as_bytes()) }.map(|s| *s).map_err(|source| SimError::Symbol {
+        path: path.to_path_buf(),
+        symbol: name,
+        source,
+    })
+}
+
+impl Model {
+    /// Loads model `name` from [`model_path`].
+    pub fn load(name: &str) -> Result<Model, SimError> {
+        let m = Model::load_path(&model_path(name))?;
+        if m.name != name {
+            return Err(SimError::WrongModel {
+                model: m.path.display().to_string(),
+                found: m.name,
+                expected: name.into(),
+            });
+        }
+        Ok(m)
+    }
+
+    /// Loads the model library at `path` and reads its port table; the time this takes is the
+    /// simulated board's measured reconfiguration.
+    pub fn load_path(path: &Path) -> Result<Model, SimError> {
+        let start = Instant::now();
+        if !path.is_file() {
+            return Err(SimError::Missing { path: path.to_path_buf() });
+        }
+        // SAFETY: loading runs the library's static constructors; spork-sim models are C++
+        // translation units whose constructors only initialise their own statics.
+        let lib = unsafe { Library::new(path) }
+            .map_err(|source| SimError::Load { path: path.to_path_buf(), source })?;
+        let name_fn: unsafe extern "C" fn() -> *const c_char = symbol(&lib, path, "spork_model_name")?;
+        let count_fn: unsafe extern "C" fn() -> u32 = symbol(&lib, path, "spork_model_port_count")?;
+        let port_name: unsafe extern "C" fn(u32) -> *const c_char =
+            symbol(&lib, path, "spork_model_port_name")?;
+        let port_width: unsafe extern "C" fn(u32) -> u32 = symbol(&lib, path, "spork_model_port_width")?;
+        let port_input: unsafe extern "C" fn(u32) -> i32 = symbol(&lib, path, "spork_model_port_is_input")?;
+        let api = Api {
+            new: symbol(&lib, path, "spork_model_new")?,
+            free: symbol(&lib, path, "spork_model_free")?,
+            eval: symbol(&lib, path, "spork_model_eval")?,
+            set: symbol(&lib, path, "spork_model_set")?,
+            get: symbol(&lib, path, "spork_model_get")?,
+            cycles: symbol(&lib, path, "spork_model_cycles")?,
+        };
+        let text = |p: *const c_char| {
+            // SAFETY: the shim returns pointers to static NUL-terminated strings (or null).
+            if p.is_null() {
+                String::new()
+            } else {
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            }
+        };
+        // SAFETY: these shim functions take no pointers and return static data.
+        let (name, ports) = unsafe {
+            let ports: Vec<PortInfo> = (0..count_fn())
+                .map(|i| PortInfo {
+                    name: text(port_name(i)),
+                    width: port_width(i),
+                    input: port_input(i) != 0,
+                })
+                .collect();
+            (text(name_fn()), ports)
+        };
+        Ok(Model {
+            name,
+            path: path.to_path_buf(),
+            ports: ports.into(),
+            loaded: Arc::new(Loaded { api, _lib: lib }),
+            load_time: start.elapsed(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn ports(&self) -> &[PortInfo] {
+        &self.ports
+    }
+
+    /// How long [`Model::load_path`] took (open, relocate, resolve, read ports).
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    fn port(&self, name: &str, input: bool) -> Result<Port, SimError> {
+        let found = self.ports.iter().position(|p| p.name == name && p.input == input);
+        match found {
+            Some(i) => {
+                let w = self.ports[i].width;
+                Ok(Port { index: i as u32, mask: if w >= 64 { u64::MAX } else { (1 << w) - 1 } })
+            }
+            None => Err(SimError::NoPort {
+                model: self.name.clone(),
+                port: name.into(),
+                direction: if input { "input" } else { "output" },
+                known: self.ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    pub fn input(&self, name: &str) -> Result<Port, SimError> {
+        self.port(name, true)
+    }
+
+    pub fn output(&self, name: &str) -> Result<Port, SimError> {
+        self.port(name, false)
+    }
+
+    /// A fresh instance with all registers at zero, evaluated once with `clock` low (Verilator 5
+    /// loses the first rising edge otherwise).
+    pub fn instantiate(&self, clock: &str) -> Result<Instance, SimError> {
+        let clock = self.input(clock)?;
+        // SAFETY: `new` allocates an instance that `Instance::drop` frees exactly once.
+        let handle = unsafe { (self.loaded.api.new)() };
+        let mut inst = Instance { handle, clock, cycles: 0, model: self.loaded.clone() };
+        inst.set(clock, 0);
+        inst.eval();
+        Ok(inst)
+    }
+}
+
+/// One running copy of a model. It owns its Verilator context, so it may move between threads.
+pub struct Instance {
+    handle: *mut c_void,
+    clock: Port,
+    cycles: u64,
+    model: Arc<Loaded>,
+}
+
+// SAFETY: an instance's C++ state (its model and VerilatedContext) is reachable only through this
+// handle, and `&mut self` on every call keeps it to one thread at a time.
+unsafe impl Send for Instance {}
+
+impl Instance {
+    /// Drives an input (masked to its width); takes effect at the next [`Instance::eval`] or cycle.
+    pub fn set(&mut self, port: Port, value: u64) {
+        // SAFETY: `handle` is live and `port` was checked against this model's table.
+        unsafe { (self.model.api.set)(self.handle, port.index, value & port.mask) }
+    }
+
+    pub fn get(&mut self, port: Port) -> u64 {
+        // SAFETY: as in `set`.
+        unsafe { (self.model.api.get)(self.handle, port.index) }
+    }
+
+    pub fn eval(&mut self) {
+        // SAFETY: `handle` is live.
+        unsafe { (self.model.api.eval)(self.handle) }
+    }
+
+    /// One clock period: the rising edge (registers take the inputs set before it), then the
+    /// falling edge. Outputs read afterwards are the new cycle's.
+    pub fn cycle(&mut self) {
+        self.cycles(1);
+    }
+
+    pub fn cycles(&mut self, n: u64) {
+        // SAFETY: `handle` is live and `clock` is one of its input ports.
+        unsafe { (self.model.api.cycles)(self.handle, self.clock.index, n) }
+        self.cycles += n;
+    }
+
+    /// Clock periods run since instantiation.
+    pub fn cycle_count(&self) -> u64 {
+        self.cycles
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: `handle` came from `new` and is freed only here; the library outlives it via `model`.
+        unsafe { (self.model.api.free)(self.handle) }
+    }
+}
