@@ -54,6 +54,8 @@ fn compiler() -> cc::Build {
         .cargo_metadata(false)
         .flag_if_supported("-std=c++17")
         .flag_if_supported("-faligned-new")
+        // Without this, g++ marks template statics STB_GNU_UNIQUE and dlclose never unloads a model.
+        .flag_if_supported("-fno-gnu-unique")
         .flag_if_supported("-Wno-unused-parameter")
         .flag_if_supported("-Wno-bool-operation")
         .flag_if_supported("-Wno-sign-compare")

@@ -6,8 +6,10 @@
 //! - [`trace`]: the b-model, request sizes, Poisson arrivals and the trace file.
 //! - [`evaluate`]: the discrete-event evaluator and its report.
 //! - [`config`]: platform profiles from TOML.
+//! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
 #![warn(missing_docs)]
 
+pub mod bitstream;
 pub mod config;
 pub mod evaluate;
 pub mod input;

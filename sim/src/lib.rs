@@ -8,6 +8,7 @@
 
 pub mod dispatch;
 pub mod kernels;
+pub mod measure;
 mod model;
 
 pub use model::{Instance, Model, Port, PortInfo, built_models_dir, model_path};

@@ -2,6 +2,7 @@
 
 mod bench;
 mod brownout;
+mod hdl;
 mod optimal;
 mod platform_args;
 mod reproduce;
@@ -34,6 +35,9 @@ enum Command {
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
     Bench(bench::Args),
+    /// The RTL: regenerate its Verilog, lint it, synthesise it, report resources and throughput.
+    #[command(subcommand)]
+    Hdl(hdl::Command),
 }
 
 /// Parses the command line and runs it.
@@ -45,6 +49,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Reproduce(a) => reproduce::run_cmd(a),
         Command::Brownout(a) => brownout::run_cmd(a),
         Command::Bench(a) => bench::run(a),
+        Command::Hdl(c) => hdl::run(c),
     }
 }
 

@@ -1,0 +1,186 @@
+//! The bitstream manifest (`<name>.toml` beside the image it describes).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::input::{InputError, Location};
+
+/// The `bitstreams/` folder: `$SPORK_BITSTREAMS` if set, else the source tree's.
+pub fn default_dir() -> PathBuf {
+    std::env::var_os("SPORK_BITSTREAMS").map(PathBuf::from).unwrap_or_else(|| {
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../bitstreams"));
+        dir.canonicalize().unwrap_or(dir)
+    })
+}
+
+/// Hex SHA-256 of a file's bytes: ties a manifest to the exact source it was built from.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the image does on a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// A request-processing kernel.
+    Kernel,
+    /// The hardware request-queue/dispatch engine.
+    Dispatch,
+}
+
+/// Where the image runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Target {
+    /// The simulated board: a Verilator model built from the Verilog.
+    Sim,
+    /// An AMD Alveo card: an xclbin.
+    Alveo,
+    /// An AWS F1 slot: an AFI.
+    F1,
+}
+
+/// Resource counts from synthesis, in the target family's primitives.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    /// LUTs used as logic.
+    pub lut: u64,
+    /// LUTs used as distributed RAM or shift registers.
+    pub lutram: u64,
+    /// Flip-flops.
+    pub ff: u64,
+    /// DSP slices.
+    pub dsp: u64,
+    /// Block RAM in RAMB36 equivalents (a RAMB18 counts half).
+    pub bram: f64,
+    /// Carry-chain cells.
+    pub carry: u64,
+    /// The tool and command that produced the counts.
+    pub tool: String,
+    /// The synthesis script.
+    pub command: String,
+    /// Every primitive and its count, as the tool reported them.
+    pub cells: BTreeMap<String, u64>,
+}
+
+impl Resources {
+    /// Folds a primitive histogram (Xilinx UltraScale+ cell names) into the summary counts.
+    pub fn from_cells(cells: BTreeMap<String, u64>, tool: String, command: String) -> Resources {
+        let mut r = Resources { tool, command, ..Resources::default() };
+        for (cell, &n) in &cells {
+            match cell.as_str() {
+                "LUT1" | "LUT2" | "LUT3" | "LUT4" | "LUT5" | "LUT6" | "INV" => r.lut += n,
+                // LUTs per distributed-RAM primitive.
+                "RAM64M8" | "RAM32M16" | "RAM512X1S" => r.lutram += 8 * n,
+                "RAM256X1S" | "RAM256X1D" | "RAM64M" | "RAM32M" | "RAM128X1D" => r.lutram += 4 * n,
+                "RAM128X1S" | "RAM64X1D" | "RAM32X1D" => r.lutram += 2 * n,
+                "RAM64X1S" | "RAM32X1S" | "SRL16E" | "SRLC32E" => r.lutram += n,
+                "FDRE" | "FDSE" | "FDCE" | "FDPE" | "LDCE" | "LDPE" => r.ff += n,
+                "DSP48E2" | "DSP48E1" => r.dsp += n,
+                "RAMB36E2" | "RAMB36E1" => r.bram += n as f64,
+                "RAMB18E2" | "RAMB18E1" => r.bram += 0.5 * n as f64,
+                "CARRY4" | "CARRY8" => r.carry += n,
+                _ => {}
+            }
+        }
+        r.cells = cells;
+        r
+    }
+}
+
+/// Measurements taken on a real load of the image.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measured {
+    /// Median load (reconfiguration) latency in seconds.
+    pub load_s: f64,
+    /// Loads measured.
+    pub loads: u32,
+    /// Where and when.
+    pub machine: String,
+}
+
+/// One image a worker can be configured with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Design name (the Verilog top module).
+    pub name: String,
+    /// Kernel or dispatch engine.
+    pub role: Role,
+    /// Where it runs.
+    pub target: Target,
+    /// The source or image file, relative to the manifest.
+    pub file: String,
+    /// SHA-256 of `file` when the resources were taken.
+    pub source_sha256: String,
+    /// Clock in MHz used to turn cycles into device time.
+    pub clock_mhz: f64,
+    /// Where the clock figure comes from.
+    pub clock_note: String,
+    /// Items per cycle for the design's standard workload (measured under Verilator).
+    pub items_per_cycle: f64,
+    /// What an item is.
+    pub item: String,
+    /// Synthesis results.
+    pub resources: Resources,
+    /// Load measurements, once a user has run them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<Measured>,
+}
+
+impl Manifest {
+    /// Reads and validates a manifest file.
+    pub fn load(path: &Path) -> Result<Manifest, InputError> {
+        let text = InputError::read(path)?;
+        let fix = "rewrite it with `spork hdl synth`, or see bitstreams/README.md for the fields";
+        let m: Manifest = toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?;
+        if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
+            let at = text.find("clock_mhz").unwrap_or(0);
+            return Err(InputError::invalid(
+                Location::at(path, &text, at),
+                "clock_mhz",
+                format!("{} is not a clock frequency", m.clock_mhz),
+                "give the clock in MHz, greater than 0",
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Every manifest (`*.toml`) in `dir`, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Manifest)>, InputError> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|source| InputError::Io { action: "list", path: dir.to_path_buf(), source })?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        paths.sort();
+        paths.into_iter().map(|p| Manifest::load(&p).map(|m| (p, m))).collect()
+    }
+
+    /// Whether the source file beside `manifest_path` still has the recorded hash.
+    pub fn source_is_current(&self, manifest_path: &Path) -> Result<bool, InputError> {
+        let src = manifest_path.with_file_name(&self.file);
+        let bytes = std::fs::read(&src).map_err(|source| InputError::Io { action: "read", path: src, source })?;
+        Ok(sha256_hex(&bytes) == self.source_sha256)
+    }
+
+    /// Seconds the design takes for `cycles` clock cycles at its clock.
+    pub fn device_seconds(&self, cycles: u64) -> f64 {
+        cycles as f64 / (self.clock_mhz * 1e6)
+    }
+
+    /// The manifest as TOML, with a header saying how it was made.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).expect("manifest serialises");
+        format!(
+            "# Written by `spork hdl synth`: resources from {}, throughput measured under Verilator.\n{body}",
+            self.resources.tool
+        )
+    }
+}

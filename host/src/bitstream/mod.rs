@@ -1,0 +1,9 @@
+//! What a worker can be configured with: one manifest per image under `bitstreams/<target>/`,
+//! recording the design, its source, clock and synthesised resources, and (once measured) its load
+//! latency; plus the RTL toolchain steps (Verilator lint, yosys synthesis) that fill them in.
+
+mod manifest;
+mod tools;
+
+pub use manifest::{Manifest, Resources, Role, Target, default_dir, sha256_hex};
+pub use tools::{LintOutcome, Synthesis, ToolError, lint, synthesize, tool_version};

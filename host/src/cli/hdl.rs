@@ -1,0 +1,286 @@
+//! `spork hdl`: the RTL's Verilog, lint, synthesis and report.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Process;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Args as ClapArgs, Subcommand};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use serde::Serialize;
+use spork::bitstream::{self, Manifest, Role, Target};
+use spork_sim::Model;
+use spork_sim::measure::standard_workload;
+
+/// Where the simulated board's designs live.
+#[derive(ClapArgs, Clone)]
+pub struct Dir {
+    /// Folder of the sim target's Verilog, waivers and manifests.
+    #[arg(long, default_value_os_t = bitstream::default_dir().join("sim"))]
+    dir: PathBuf,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Regenerate the Verilog from the rust_hdl sources (runs the `spork-hdl` generator binary).
+    Generate {
+        #[command(flatten)]
+        dir: Dir,
+        /// Only check that the checked-in Verilog is what the RTL generates.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Lint every design with `verilator --lint-only -Wall` and the waivers in `lint.vlt`.
+    Lint {
+        #[command(flatten)]
+        dir: Dir,
+    },
+    /// Synthesise every design with yosys for UltraScale+ and write its manifest.
+    Synth {
+        #[command(flatten)]
+        dir: Dir,
+        /// Clock written into the manifests (yosys gives no timing; a real flow records its own).
+        #[arg(long, default_value_t = 250.0)]
+        clock_mhz: f64,
+    },
+    /// Resources, clock and cycles per item of every design, measured on the simulated board.
+    Report {
+        #[command(flatten)]
+        dir: Dir,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `spork hdl` subcommand.
+pub fn run(cmd: Command) -> anyhow::Result<()> {
+    match cmd {
+        Command::Generate { dir, check } => generate(&dir.dir, check),
+        Command::Lint { dir } => lint(&dir.dir),
+        Command::Synth { dir, clock_mhz } => synth(&dir.dir, clock_mhz),
+        Command::Report { dir, json } => report(&dir.dir, json),
+    }
+}
+
+/// The designs in `dir`: every `<name>.v`, sorted.
+fn designs(dir: &Path) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let entries = std::fs::read_dir(dir).with_context(|| {
+        format!("cannot list {}; point --dir at bitstreams/sim (or set SPORK_BITSTREAMS)", dir.display())
+    })?;
+    let mut found: Vec<(String, PathBuf)> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "v"))
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.to_string(), p)))
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        bail!("no Verilog (*.v) in {}; run `spork hdl generate` first", dir.display());
+    }
+    Ok(found)
+}
+
+/// The generator lives in crate `spork-hdl` (which pulls in rust-hdl), so it is a separate binary:
+/// look beside this executable, then on PATH.
+fn generator() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    let sibling = exe.as_deref().and_then(Path::parent).map(|d| d.join("spork-hdl"));
+    if let Some(s) = sibling.filter(|s| s.is_file()) {
+        return Ok(s);
+    }
+    if Process::new("spork-hdl").arg("--help").output().is_ok_and(|o| o.status.success()) {
+        return Ok(PathBuf::from("spork-hdl"));
+    }
+    bail!(
+        "the Verilog generator `spork-hdl` was not found beside {} or on PATH\n  fix: build it with \
+         `cargo build -p spork-hdl` (same profile as spork), or run `cargo run -p spork-hdl -- generate`",
+        exe.map_or_else(|| "spork".into(), |e| e.display().to_string())
+    )
+}
+
+fn generate(dir: &Path, check: bool) -> anyhow::Result<()> {
+    let gen_path = generator()?;
+    let mut cmd = Process::new(&gen_path);
+    cmd.arg("generate").arg("--out").arg(dir);
+    if check {
+        cmd.arg("--check");
+    }
+    let status = cmd.status().with_context(|| format!("cannot run {}", gen_path.display()))?;
+    if !status.success() {
+        bail!("{} {}", gen_path.display(), if check { "found stale Verilog" } else { "failed" });
+    }
+    if !check {
+        println!("next: `spork hdl lint`, then `spork hdl synth` to refresh the manifests");
+    }
+    Ok(())
+}
+
+fn lint(dir: &Path) -> anyhow::Result<()> {
+    let waivers = dir.join("lint.vlt");
+    if !waivers.is_file() {
+        bail!("no waiver file {}; it holds the reasoned Verilator waivers", waivers.display());
+    }
+    println!("{}", bitstream::tool_version("verilator")?);
+    let mut failed = Vec::new();
+    for (name, file) in designs(dir)? {
+        let out = bitstream::lint(&file, &name, &waivers)?;
+        if out.clean {
+            println!("{name}: clean (verilator --lint-only -Wall, waivers in lint.vlt)");
+        } else {
+            println!("{name}: FAILED\n{}", out.messages);
+            failed.push(name);
+        }
+    }
+    if !failed.is_empty() {
+        bail!("lint failed for {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
+    if !(clock_mhz.is_finite() && clock_mhz > 0.0) {
+        bail!("--clock-mhz {clock_mhz} is not a clock; give MHz greater than 0");
+    }
+    for (name, file) in designs(dir)? {
+        let syn = bitstream::synthesize(&file, &name)?;
+        let model = Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
+        let tp = standard_workload(&model, 1)?;
+        let manifest_path = dir.join(format!("{name}.toml"));
+        let measured = Manifest::load(&manifest_path).ok().and_then(|m| m.measured);
+        let source = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let m = Manifest {
+            name: name.clone(),
+            role: if name == "dispatch" { Role::Dispatch } else { Role::Kernel },
+            target: Target::Sim,
+            file: format!("{name}.v"),
+            source_sha256: bitstream::sha256_hex(&source),
+            clock_mhz,
+            clock_note: "nominal: yosys reports no timing; a vendor flow records its achieved clock".into(),
+            items_per_cycle: tp.items_per_cycle(),
+            item: tp.item.into(),
+            resources: syn.resources,
+            measured,
+        };
+        std::fs::write(&manifest_path, m.to_toml())
+            .with_context(|| format!("writing {}", manifest_path.display()))?;
+        let r = &m.resources;
+        println!(
+            "{name}: {} LUT, {} LUTRAM, {} FF, {} DSP, {} BRAM; {:.3} {}/cycle; yosys {:.1} s -> {}",
+            r.lut,
+            r.lutram,
+            r.ff,
+            r.dsp,
+            r.bram,
+            m.items_per_cycle,
+            m.item,
+            syn.seconds,
+            manifest_path.display()
+        );
+    }
+    Ok(())
+}
+
+/// One design's line in `spork hdl report`.
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    item: String,
+    lut: u64,
+    lutram: u64,
+    ff: u64,
+    dsp: u64,
+    bram: f64,
+    clock_mhz: f64,
+    cycles_per_item: f64,
+    device_items_per_s: f64,
+    verilator_cycles_per_s: f64,
+    simulation_lag: f64,
+    load_ms_median: f64,
+    manifest_current: bool,
+}
+
+fn report(dir: &Path, json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for (path, m) in Manifest::load_dir(dir)? {
+        let current = m.source_is_current(&path)?;
+        // The simulated reconfiguration: load and unload the model five times; the median.
+        let mut loads = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let model = Model::load(&m.name)?;
+            drop(model.instantiate("clock")?);
+            loads.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        loads.sort_by(f64::total_cmp);
+        let model = Model::load(&m.name)?;
+        let t = Instant::now();
+        let tp = standard_workload(&model, 4)?;
+        let wall = t.elapsed().as_secs_f64();
+        let cycles_per_item = tp.cycles as f64 / tp.items.max(1) as f64;
+        let cps = tp.cycles as f64 / wall;
+        rows.push(Row {
+            name: m.name.clone(),
+            item: tp.item.into(),
+            lut: m.resources.lut,
+            lutram: m.resources.lutram,
+            ff: m.resources.ff,
+            dsp: m.resources.dsp,
+            bram: m.resources.bram,
+            clock_mhz: m.clock_mhz,
+            cycles_per_item,
+            device_items_per_s: m.clock_mhz * 1e6 / cycles_per_item,
+            verilator_cycles_per_s: cps,
+            simulation_lag: m.clock_mhz * 1e6 / cps,
+            load_ms_median: loads[2],
+            manifest_current: current,
+        });
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(vec![
+        "design",
+        "item",
+        "LUT",
+        "LUTRAM",
+        "FF",
+        "DSP",
+        "BRAM",
+        "clock MHz",
+        "cycles/item",
+        "items/s on device",
+        "Verilator cycles/s",
+        "sim lag",
+        "load ms",
+    ]);
+    for r in &rows {
+        t.add_row(vec![
+            format!("{}{}", r.name, if r.manifest_current { "" } else { " (stale)" }),
+            r.item.clone(),
+            r.lut.to_string(),
+            r.lutram.to_string(),
+            r.ff.to_string(),
+            r.dsp.to_string(),
+            format!("{}", r.bram),
+            format!("{:.0}", r.clock_mhz),
+            format!("{:.4}", r.cycles_per_item),
+            format!("{:.3e}", r.device_items_per_s),
+            format!("{:.3e}", r.verilator_cycles_per_s),
+            format!("{:.0}x", r.simulation_lag),
+            format!("{:.2}", r.load_ms_median),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "Resources: yosys synth_xilinx -family xcup (UltraScale+), from the manifests. Clock: the manifests' \
+         nominal clock (yosys gives no timing). cycles/item, Verilator speed and load time: measured now on \
+         this machine; sim lag = how much slower than the device at that clock the Verilated model runs."
+    );
+    if rows.iter().any(|r| !r.manifest_current) {
+        println!("(stale) manifests were synthesised from older Verilog: run `spork hdl synth`");
+    }
+    Ok(())
+}
