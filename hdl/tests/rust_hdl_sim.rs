@@ -142,7 +142,7 @@ fn dense_agrees_with_the_reference() {
             }
         }
         x.w_we.next = false;
-        let take = |x: &Box<Dense>| {
+        let take = |x: &Dense| {
             if x.out_valid.val() {
                 let y: [i16; 8] = std::array::from_fn(|j| x.out_y[j].val().to_u64() as u16 as i16);
                 sink.lock().expect("lock").push(y);
@@ -205,8 +205,13 @@ fn dispatch_engine_agrees_with_its_golden_model_cycle_by_cycle() {
             } else {
                 None
             };
-            sink.lock().expect("lock").push(Outputs { now: x.now.val().to_u64(), full: x.full.val(), decision });
-            let (we, pe, kernel, enable) = i.configure.map_or((false, 0, 0, false), |(p, k, e)| (true, p, k, e));
+            sink.lock().expect("lock").push(Outputs {
+                now: x.now.val().to_u64(),
+                full: x.full.val(),
+                decision,
+            });
+            let (we, pe, kernel, enable) =
+                i.configure.map_or((false, 0, 0, false), |(p, k, e)| (true, p, k, e));
             x.cfg_we.next = we;
             x.cfg_pe.next = u64::from(pe).to_bits();
             x.cfg_kernel.next = u64::from(kernel).to_bits();

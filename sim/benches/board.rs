@@ -18,7 +18,13 @@ fn verilated(c: &mut Criterion) {
     for name in ["sobel", "bloom", "dense", "dispatch"] {
         let model = Model::load(name).expect("model");
         let tp = standard_workload(&model, 1).expect("workload");
-        eprintln!("{name}: {:.4} {}s per cycle ({} in {} cycles)", tp.items_per_cycle(), tp.item, tp.items, tp.cycles);
+        eprintln!(
+            "{name}: {:.4} {}s per cycle ({} in {} cycles)",
+            tp.items_per_cycle(),
+            tp.item,
+            tp.items,
+            tp.cycles
+        );
         g.throughput(Throughput::Elements(tp.cycles));
         g.bench_function(BenchmarkId::new("cycles", name), |b| {
             b.iter(|| black_box(standard_workload(&model, 1).expect("workload").cycles))
@@ -29,7 +35,9 @@ fn verilated(c: &mut Criterion) {
     let sobel = Model::load("sobel").expect("model");
     let mut k = Sobel::new(&sobel).expect("ports");
     g.throughput(Throughput::Elements(img.len() as u64));
-    g.bench_function(BenchmarkId::new("items", "sobel"), |b| b.iter(|| black_box(k.run(&img, 128).expect("run"))));
+    g.bench_function(BenchmarkId::new("items", "sobel"), |b| {
+        b.iter(|| black_box(k.run(&img, 128).expect("run")))
+    });
     drop(g);
     cpu_reference(c, &img);
 }
@@ -58,8 +66,12 @@ fn cpu_reference(c: &mut Criterion, img: &[u8]) {
     d.load(&layer);
     let mut g = c.benchmark_group("verilated");
     g.throughput(Throughput::Elements(64 * 64));
-    g.bench_function(BenchmarkId::new("items", "bloom"), |b| b.iter(|| black_box(k.score(&docs).expect("run"))));
-    g.bench_function(BenchmarkId::new("items", "dense"), |b| b.iter(|| black_box(d.forward(&xs).expect("run"))));
+    g.bench_function(BenchmarkId::new("items", "bloom"), |b| {
+        b.iter(|| black_box(k.score(&docs).expect("run")))
+    });
+    g.bench_function(BenchmarkId::new("items", "dense"), |b| {
+        b.iter(|| black_box(d.forward(&xs).expect("run")))
+    });
 }
 
 fn model_load(c: &mut Criterion) {

@@ -40,16 +40,25 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
             let mut k = Bloom::new(model)?;
             let (profile, interests) = inputs::profile(&mut rng, 100);
             k.load_profile(&profile);
-            let docs: Vec<Vec<u32>> = (0..64 * scale).map(|_| inputs::document(&mut rng, &interests, 64)).collect();
+            let docs: Vec<Vec<u32>> =
+                (0..64 * scale).map(|_| inputs::document(&mut rng, &interests, 64)).collect();
             let run = k.score(&docs)?;
-            Ok(Throughput { items: docs.iter().map(|d| d.len() as u64).sum(), item: "term", cycles: run.cycles })
+            Ok(Throughput {
+                items: docs.iter().map(|d| d.len() as u64).sum(),
+                item: "term",
+                cycles: run.cycles,
+            })
         }
         "dense" => {
             let mut k = Dense::new(model)?;
             k.load(&inputs::layer(&mut rng));
             let xs: Vec<Vec<i16>> = (0..64 * scale).map(|_| inputs::vector(&mut rng, 64)).collect();
             let run = k.forward(&xs)?;
-            Ok(Throughput { items: xs.iter().map(|x| x.len() as u64).sum(), item: "input element", cycles: run.cycles })
+            Ok(Throughput {
+                items: xs.iter().map(|x| x.len() as u64).sum(),
+                item: "input element",
+                cycles: run.cycles,
+            })
         }
         "dispatch" => {
             let mut d = crate::dispatch::Dispatch::new(model)?;
@@ -62,7 +71,12 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
                 let mut i = Inputs::default();
                 if pushed < n {
                     let id = pushed as u16;
-                    i.push = Some(Descriptor { id, kernel: (pushed % 3) as u8, est: 50, deadline: u64::MAX >> 16 });
+                    i.push = Some(Descriptor {
+                        id,
+                        kernel: (pushed % 3) as u8,
+                        est: 50,
+                        deadline: u64::MAX >> 16,
+                    });
                 }
                 let out = d.cycle(&i);
                 if i.push.is_some() && !out.full {

@@ -41,7 +41,8 @@ fn instances_are_independent_and_can_run_on_other_threads() {
                 use rand::SeedableRng;
                 let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
                 let layer = spork_golden::inputs::layer(&mut rng);
-                let xs: Vec<Vec<i16>> = (0..200).map(|_| spork_golden::inputs::vector(&mut rng, 64)).collect();
+                let xs: Vec<Vec<i16>> =
+                    (0..200).map(|_| spork_golden::inputs::vector(&mut rng, 64)).collect();
                 let mut k = spork_sim::kernels::Dense::new(&m).expect("ports");
                 k.load(&layer);
                 let got = k.forward(&xs).expect("run").output;

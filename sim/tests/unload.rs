@@ -19,4 +19,3 @@ fn a_model_is_unmapped_when_dropped_and_loads_again() {
     assert!(again.load_time().as_secs_f64() > 0.0);
     assert!(mapped("bloom"));
 }
-

@@ -153,8 +153,11 @@ impl Manifest {
 
     /// Every manifest (`*.toml`) in `dir`, sorted by name.
     pub fn load_dir(dir: &Path) -> Result<Vec<(PathBuf, Manifest)>, InputError> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|source| InputError::Io { action: "list", path: dir.to_path_buf(), source })?;
+        let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io {
+            action: "list",
+            path: dir.to_path_buf(),
+            source,
+        })?;
         let mut paths: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -166,7 +169,8 @@ impl Manifest {
     /// Whether the source file beside `manifest_path` still has the recorded hash.
     pub fn source_is_current(&self, manifest_path: &Path) -> Result<bool, InputError> {
         let src = manifest_path.with_file_name(&self.file);
-        let bytes = std::fs::read(&src).map_err(|source| InputError::Io { action: "read", path: src, source })?;
+        let bytes =
+            std::fs::read(&src).map_err(|source| InputError::Io { action: "read", path: src, source })?;
         Ok(sha256_hex(&bytes) == self.source_sha256)
     }
 

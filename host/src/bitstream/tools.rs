@@ -87,7 +87,8 @@ pub fn lint(file: &Path, top: &str, waivers: &Path) -> Result<LintOutcome, ToolE
         .arg(file)
         .output()
         .map_err(|_| missing("verilator"))?;
-    let messages = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let messages =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     Ok(LintOutcome { clean: out.status.success() && messages.trim().is_empty(), messages })
 }
 
@@ -129,7 +130,11 @@ pub fn synthesize(file: &Path, top: &str) -> Result<Synthesis, ToolError> {
         return Err(ToolError::Failed {
             tool: "yosys",
             file: file.into(),
-            output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
         });
     }
     let text = std::fs::read_to_string(&stat).map_err(|e| ToolError::Output {
@@ -138,8 +143,11 @@ pub fn synthesize(file: &Path, top: &str) -> Result<Synthesis, ToolError> {
         problem: format!("no statistics at {}: {e}", stat.display()),
     })?;
     let _ = std::fs::remove_dir_all(&dir);
-    let cells = parse_stat(&text)
-        .map_err(|problem| ToolError::Output { tool: "yosys", file: file.into(), problem })?;
+    let cells = parse_stat(&text).map_err(|problem| ToolError::Output {
+        tool: "yosys",
+        file: file.into(),
+        problem,
+    })?;
     Ok(Synthesis { resources: Resources::from_cells(cells, version, recorded_script(file, top)), seconds })
 }
 
@@ -163,7 +171,8 @@ mod tests {
 
     #[test]
     fn reads_yosys_statistics() {
-        let text = r#"{"design": {"num_cells": 5, "num_cells_by_type": {"LUT6": 3, "FDRE": 2, "RAM64M8": 1}}}"#;
+        let text =
+            r#"{"design": {"num_cells": 5, "num_cells_by_type": {"LUT6": 3, "FDRE": 2, "RAM64M8": 1}}}"#;
         let cells = parse_stat(text).unwrap();
         let r = Resources::from_cells(cells, "yosys".into(), "script".into());
         assert_eq!((r.lut, r.ff, r.lutram, r.dsp), (3, 2, 8, 0));

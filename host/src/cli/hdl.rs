@@ -116,13 +116,17 @@ fn generate(dir: &Path, check: bool) -> anyhow::Result<()> {
 }
 
 fn lint(dir: &Path) -> anyhow::Result<()> {
+    let found = designs(dir)?;
     let waivers = dir.join("lint.vlt");
     if !waivers.is_file() {
-        bail!("no waiver file {}; it holds the reasoned Verilator waivers", waivers.display());
+        bail!(
+            "no waiver file {}; it holds the reasoned Verilator waivers (see bitstreams/sim)",
+            waivers.display()
+        );
     }
     println!("{}", bitstream::tool_version("verilator")?);
     let mut failed = Vec::new();
-    for (name, file) in designs(dir)? {
+    for (name, file) in found {
         let out = bitstream::lint(&file, &name, &waivers)?;
         if out.clean {
             println!("{name}: clean (verilator --lint-only -Wall, waivers in lint.vlt)");
@@ -143,7 +147,8 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
     }
     for (name, file) in designs(dir)? {
         let syn = bitstream::synthesize(&file, &name)?;
-        let model = Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
+        let model =
+            Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
         let tp = standard_workload(&model, 1)?;
         let manifest_path = dir.join(format!("{name}.toml"));
         let measured = Manifest::load(&manifest_path).ok().and_then(|m| m.measured);
