@@ -6,6 +6,7 @@
 //! - [`trace`]: the b-model, request sizes, Poisson arrivals and the trace file.
 //! - [`evaluate`]: the discrete-event evaluator and its report.
 //! - [`config`]: platform profiles from TOML.
+//! - [`runtime`]: the live runtime: the same policy in wall time on CPU threads and the simulated board.
 //! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
 #![warn(missing_docs)]
 
@@ -17,4 +18,5 @@ pub mod model;
 pub mod optimal;
 pub mod policy;
 pub mod reproduce;
+pub mod runtime;
 pub mod trace;

@@ -6,6 +6,7 @@ mod hdl;
 mod optimal;
 mod platform_args;
 mod reproduce;
+mod run;
 mod simulate;
 mod table;
 mod trace;
@@ -31,6 +32,9 @@ enum Command {
     Optimal(optimal::Args),
     /// Regenerate every experiment of the paper into a results folder with a report.
     Reproduce(reproduce::Args),
+    /// Replay a trace live: real CPU worker threads and the simulated board (Verilated RTL), the same
+    /// policy as `simulate` in wall time.
+    Run(run::Args),
     /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
@@ -49,6 +53,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Reproduce(a) => reproduce::run_cmd(a),
         Command::Brownout(a) => brownout::run_cmd(a),
         Command::Bench(a) => bench::run(a),
+        Command::Run(a) => run::run(a),
         Command::Hdl(c) => hdl::run(c),
     }
 }

@@ -32,6 +32,50 @@ enum Timer {
     SpinDownDone,
 }
 
+/// A change to the worker pool that a live driver must carry out on real workers (the evaluator
+/// records none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Start a worker of `kind` in pool slot `worker`; the policy expects it ready at `ready_at`.
+    SpinUp {
+        /// Pool slot.
+        worker: WorkerId,
+        /// Worker type.
+        kind: Kind,
+        /// When the policy counts it ready.
+        ready_at: Time,
+    },
+    /// Stop the worker in `worker` once its queue is done.
+    Release {
+        /// Pool slot.
+        worker: WorkerId,
+        /// Worker type.
+        kind: Kind,
+    },
+}
+
+/// Where an arriving request went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// Queued on `worker`, expected to run from `start` to `finish`.
+    Assigned {
+        /// Pool slot.
+        worker: WorkerId,
+        /// Worker type.
+        kind: Kind,
+        /// Expected start.
+        start: Time,
+        /// Expected finish.
+        finish: Time,
+        /// Absolute deadline.
+        deadline: Time,
+        /// Whether its optional part is to run (brownout).
+        optional: bool,
+    },
+    /// No worker of an allowed type exists and none may be added (a capped pool): rejected.
+    Rejected,
+}
+
 /// A pending worker timer: (due, sequence for FIFO ties, kind, worker, worker generation).
 type PendingTimer = Reverse<(Time, u64, Timer, WorkerId, u32)>;
 
@@ -88,6 +132,7 @@ pub struct Engine<'a, P: Probe> {
     capped: u64,
     brownout: Option<Driver>,
     stop_at_miss: bool,
+    actions: Option<Vec<Action>>,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
@@ -123,7 +168,31 @@ impl<'a, P: Probe> Engine<'a, P> {
             capped: 0,
             brownout: None,
             stop_at_miss: false,
+            actions: None,
         }
+    }
+
+    /// Records every spin-up and release as an [`Action`] for a live driver to carry out.
+    pub fn record_actions(mut self) -> Self {
+        self.actions = Some(Vec::new());
+        self
+    }
+
+    /// Moves the recorded actions into `out`.
+    pub fn take_actions(&mut self, out: &mut Vec<Action>) {
+        if let Some(a) = self.actions.as_mut() {
+            out.append(a);
+        }
+    }
+
+    /// The pool as the policy sees it.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The current FPGA target.
+    pub fn target(&self) -> u32 {
+        self.target
     }
 
     /// Stops the run at its first deadline miss: a cheap yes/no for searches that only need to know
@@ -161,13 +230,7 @@ impl<'a, P: Probe> Engine<'a, P> {
     /// the probe.
     pub fn run(mut self, requests: impl Iterator<Item = Request>, horizon: Time) -> (Outcome, P) {
         let interval = self.platform.interval();
-        let initial = self.allocator.initial();
-        let initial = self.cap_fpgas(initial);
-        for _ in 0..initial {
-            let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
-            self.arm(id, self.platform.idle_timeout(Kind::Fpga), 0);
-        }
-        self.target = initial;
+        self.begin();
         let mut requests = requests.peekable();
         let mut tick_index: u64 = 0;
         let mut next_tick: Option<Time> = Some(0);
@@ -223,6 +286,83 @@ impl<'a, P: Probe> Engine<'a, P> {
         }
         let aborted = self.stop_at_miss && self.misses > 0;
         debug_assert!(aborted || self.pool.is_empty(), "pool not drained");
+        self.finish(horizon, tick_index, aborted)
+    }
+
+    /// Starts a run: the allocator's initial FPGAs, warm at time 0.
+    pub fn begin(&mut self) {
+        let initial = self.allocator.initial();
+        let initial = self.cap_fpgas(initial);
+        for _ in 0..initial {
+            let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
+            self.record(Action::SpinUp { worker: id, kind: Kind::Fpga, ready_at: 0 });
+            self.arm(id, self.platform.idle_timeout(Kind::Fpga), 0);
+        }
+        self.target = initial;
+    }
+
+    /// When the earliest pending worker timer is due.
+    pub fn next_timer(&self) -> Option<Time> {
+        self.timers.peek().map(|Reverse(t)| t.0)
+    }
+
+    /// Fires every worker timer due at or before `now`, each at its own due time.
+    pub fn fire_timers(&mut self, now: Time) {
+        while self.next_timer().is_some_and(|t| t <= now) {
+            let Some(Reverse((due, _, timer, id, generation))) = self.timers.pop() else { break };
+            self.events += 1;
+            self.on_timer(due, timer, id, generation);
+        }
+    }
+
+    /// The interval tick `index` at `now`: the allocator plans and the pool follows.
+    pub fn tick(&mut self, now: Time, index: usize) {
+        self.events += 1;
+        self.on_tick(now, index);
+    }
+
+    /// The trace has ended at `now`: FPGAs drain through the normal idle rule.
+    pub fn end_of_trace(&mut self, now: Time) {
+        self.drain(now);
+    }
+
+    /// A brownout control period ends (no-op without brownout).
+    pub fn brownout_tick(&mut self) {
+        if let Some(b) = self.brownout.as_mut() {
+            b.tick();
+        }
+    }
+
+    /// When the next brownout control period ends, if brownout runs.
+    pub fn next_brownout_tick(&self) -> Option<Time> {
+        self.brownout.as_ref().map(Driver::next_tick)
+    }
+
+    /// A request arrives: the dispatcher places it and the pool books it.
+    pub fn arrive(&mut self, r: Request) -> Arrival {
+        self.events += 1;
+        self.on_arrival(r)
+    }
+
+    /// Places `r` again after its worker failed, on CPUs only (its FPGA service is made infeasible).
+    pub fn redispatch_on_cpu(&mut self, r: Request, now: Time) -> Arrival {
+        let r = Request { arrival: now.max(r.arrival), ..r };
+        self.place(r, r.deadline(self.platform.deadline_factor), false)
+    }
+
+    /// Takes a worker that failed (a board that did not configure) out of service now.
+    pub fn fail_worker(&mut self, id: WorkerId, now: Time) {
+        let w = *self.pool.worker(id);
+        if matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) {
+            if w.state == WorkerState::SpinningUp {
+                self.pool.finish_spin_up(id);
+            }
+            self.release(id, now);
+        }
+    }
+
+    /// The run's outcome once every worker is released.
+    pub fn finish(self, horizon: Time, intervals: u64, aborted: bool) -> (Outcome, P) {
         let end = horizon.max(self.last_release());
         let outcome = Outcome {
             pool: self.pool,
@@ -230,7 +370,7 @@ impl<'a, P: Probe> Engine<'a, P> {
             misses: self.misses,
             total_size: self.total_size,
             latency_us: self.latency,
-            intervals: tick_index,
+            intervals,
             events: self.events,
             end,
             rejected: self.rejected,
@@ -263,11 +403,20 @@ impl<'a, P: Probe> Engine<'a, P> {
         let id = self.pool.spin_up(kind, now, self.platform.spec(kind).spin_up);
         let ready = self.pool.worker(id).ready_at;
         self.push(ready, Timer::SpinUpDone, id);
+        self.record(Action::SpinUp { worker: id, kind, ready_at: ready });
         id
+    }
+
+    #[inline]
+    fn record(&mut self, action: Action) {
+        if let Some(a) = self.actions.as_mut() {
+            a.push(action);
+        }
     }
 
     fn release(&mut self, id: WorkerId, now: Time) {
         let kind = self.pool.worker(id).kind;
+        self.record(Action::Release { worker: id, kind });
         self.pool.set_timer_armed(id, false);
         self.pool.begin_spin_down(id, now, self.platform.spec(kind).spin_down);
         let off = self.pool.worker(id).off_at;
@@ -396,15 +545,24 @@ impl<'a, P: Probe> Engine<'a, P> {
     }
 
     #[inline]
-    fn on_arrival(&mut self, r: Request) {
+    fn on_arrival(&mut self, r: Request) -> Arrival {
         let now = r.arrival;
         let deadline = r.deadline(self.platform.deadline_factor);
         let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
         // Without brownout every optional part runs.
         let optional = r.optional > 0 && self.brownout.as_mut().is_none_or(|b| b.gate(now, workers));
-        let work = if optional { r.size + r.optional } else { r.size };
-        let job =
-            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] };
+        let r = if optional { r } else { Request { optional: 0, ..r } };
+        self.place(r, deadline, true)
+    }
+
+    /// Dispatches `r` (its optional part already decided) and books it.
+    #[inline]
+    fn place(&mut self, r: Request, deadline: Time, fpga: bool) -> Arrival {
+        let now = r.arrival;
+        let optional = r.optional > 0;
+        let work = r.size + r.optional;
+        let fpga_service = if fpga { self.platform.fpga.service(work) } else { Time::MAX / 4 };
+        let job = Job { deadline, service: [self.platform.cpu.service(work), fpga_service] };
         let id = match self.dispatcher.place(&self.pool, &job, now) {
             Placement::Assign(id) => id,
             Placement::SpinUp(kind) if !self.at_cap(kind) => self.spin_up(kind, now),
@@ -414,7 +572,7 @@ impl<'a, P: Probe> Engine<'a, P> {
                     Some(w) => w,
                     None => {
                         self.rejected += 1;
-                        return;
+                        return Arrival::Rejected;
                     }
                 }
             }
@@ -436,5 +594,6 @@ impl<'a, P: Probe> Engine<'a, P> {
         self.misses += u64::from(finish > job.deadline);
         self.latency.saturating_record(((finish - now) / 1_000).max(1));
         self.probe.served(&r, id, kind, start, finish);
+        Arrival::Assigned { worker: id, kind, start, finish, deadline, optional }
     }
 }

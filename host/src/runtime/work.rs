@@ -1,0 +1,145 @@
+//! Real request data: what a request of a given size carries for each kernel, the kernel's fixed
+//! on-chip state (the "bitstream" contents every worker is configured with), and the reference
+//! result both worker types are held to.
+
+use std::time::Instant;
+
+use rand::Rng;
+use spork_golden::bloom::Profile;
+use spork_golden::dense::{Layer, NEURONS};
+use spork_golden::{Kernel, ShapeError, inputs, sobel};
+
+/// Inputs of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// A grayscale image, `width` pixels wide.
+    Image {
+        /// Raster-order pixels.
+        pixels: Vec<u8>,
+        /// Row length.
+        width: usize,
+    },
+    /// Documents of term hashes, each scored against the profile.
+    Documents(Vec<Vec<u32>>),
+    /// Input vectors for the dense layer.
+    Vectors(Vec<Vec<i16>>),
+}
+
+impl Payload {
+    /// Streamed items (one per RTL cycle).
+    pub fn items(&self) -> u64 {
+        match self {
+            Payload::Image { pixels, .. } => pixels.len() as u64,
+            Payload::Documents(d) => d.iter().map(|d| d.len() as u64).sum(),
+            Payload::Vectors(v) => v.iter().map(|v| v.len() as u64).sum(),
+        }
+    }
+}
+
+/// A kernel's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Sobel magnitudes of the interior pixels.
+    Magnitudes(Vec<u8>),
+    /// Bloom scores, one per document.
+    Scores(Vec<u16>),
+    /// Dense-layer outputs, one row per vector.
+    Activations(Vec<[i16; NEURONS]>),
+}
+
+/// A kernel with its on-chip state: what a worker is configured with.
+#[derive(Clone, Debug)]
+pub struct KernelImage {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Bloom: the subscriber profile.
+    pub profile: Profile,
+    /// Bloom: the terms the profile holds (documents draw some from them).
+    pub interests: Vec<u32>,
+    /// Dense: the layer's weights.
+    pub layer: Layer,
+}
+
+impl KernelImage {
+    /// The image for `kernel`, its state drawn from `seed`.
+    pub fn new(kernel: Kernel, seed: u64) -> KernelImage {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (profile, interests) = inputs::profile(&mut rng, 100);
+        let layer = inputs::layer(&mut rng);
+        KernelImage { kernel, profile, interests, layer }
+    }
+
+    /// A request's inputs of about `items` items.
+    pub fn payload(&self, items: u64, rng: &mut impl Rng) -> Payload {
+        let items = items.max(1) as usize;
+        match self.kernel {
+            Kernel::Sobel => {
+                let width = sobel::MAX_WIDTH.min(items.isqrt().max(3));
+                let height = (items / width).max(3);
+                Payload::Image { pixels: inputs::image(rng, width, height), width }
+            }
+            Kernel::Bloom => {
+                let docs = items.div_ceil(64);
+                Payload::Documents((0..docs).map(|_| inputs::document(rng, &self.interests, 64)).collect())
+            }
+            Kernel::Dense => {
+                let n = items.div_ceil(64);
+                Payload::Vectors((0..n).map(|_| inputs::vector(rng, 64)).collect())
+            }
+        }
+    }
+
+    /// The software reference: what CPU workers run and what every FPGA result must equal.
+    pub fn reference(&self, p: &Payload) -> Result<Output, ShapeError> {
+        Ok(match p {
+            Payload::Image { pixels, width } => Output::Magnitudes(sobel::sobel(pixels, *width)?),
+            Payload::Documents(docs) => Output::Scores(docs.iter().map(|d| self.profile.score(d)).collect()),
+            Payload::Vectors(xs) => {
+                Output::Activations(xs.iter().map(|x| self.layer.forward(x)).collect::<Result<_, _>>()?)
+            }
+        })
+    }
+
+    /// The reference's speed on this machine, in items per second (median of five runs of a
+    /// request of `items` items): converts a trace's CPU-seconds sizes into items.
+    pub fn calibrate(&self, items: u64) -> f64 {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(99);
+        let p = self.payload(items, &mut rng);
+        let mut rates: Vec<f64> = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(self.reference(&p).ok());
+                p.items() as f64 / t.elapsed().as_secs_f64().max(1e-9)
+            })
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        rates[2]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn payloads_have_about_the_requested_items_and_a_valid_shape() {
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
+        for kernel in Kernel::ALL {
+            let img = KernelImage::new(kernel, 3);
+            for items in [1u64, 50, 4096, 100_000] {
+                let p = img.payload(items, &mut rng);
+                assert!(img.reference(&p).is_ok(), "{kernel} {items}");
+                let got = p.items();
+                assert!(got >= items.min(9) && got <= items.max(9) + 2 * 256, "{kernel}: {items} -> {got}");
+            }
+        }
+    }
+
+    #[test]
+    fn calibration_gives_a_positive_rate() {
+        assert!(KernelImage::new(Kernel::Sobel, 1).calibrate(10_000) > 1e5);
+    }
+}

@@ -1,0 +1,210 @@
+//! The worker thread: configures its backend, then runs jobs from its queue (FIFO) and reports
+//! every outcome to the dispatcher. A worker that fails to configure hands every job it was given
+//! back unrun; a cancelled worker skips its remaining jobs the same way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::backend::{Backend, BackendError, Configured};
+use super::work::{KernelImage, Output, Payload};
+use crate::model::{Kind, Time, WorkerId};
+
+/// Wall time since the run started, in the policy's integer nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock(pub Instant);
+
+impl Clock {
+    /// Now.
+    pub fn now(&self) -> Time {
+        self.0.elapsed().as_nanos() as Time
+    }
+
+    /// The instant of `t`.
+    pub fn instant(&self, t: Time) -> Instant {
+        self.0 + Duration::from_nanos(t)
+    }
+}
+
+/// A job as a worker receives it.
+#[derive(Clone, Debug)]
+pub struct JobMsg {
+    /// Request id.
+    pub id: u64,
+    /// Inputs.
+    pub payload: Arc<Payload>,
+    /// When the dispatcher sent it.
+    pub dispatched: Time,
+    /// Fault injection: stall this long before running (a hung kernel).
+    pub stall: Option<Duration>,
+}
+
+enum Msg {
+    Job(JobMsg),
+    Stop,
+}
+
+/// What a worker reports.
+#[derive(Debug)]
+pub enum Event {
+    /// Configured and serving.
+    Ready {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation of the slot (a reused slot is a new worker).
+        generation: u64,
+        /// What configuring took.
+        configured: Configured,
+    },
+    /// Configuration failed.
+    ConfigureFailed {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation.
+        generation: u64,
+        /// Why.
+        error: BackendError,
+    },
+    /// A job is starting on the worker.
+    Started {
+        /// Request id.
+        id: u64,
+        /// When.
+        at: Time,
+    },
+    /// A job ended: run, failed or handed back unrun.
+    Done(Done),
+}
+
+/// How a job ended on a worker.
+#[derive(Debug)]
+pub struct Done {
+    /// Request id.
+    pub id: u64,
+    /// Pool slot.
+    pub slot: WorkerId,
+    /// Worker type.
+    pub kind: Kind,
+    /// Wall time the job started and ended on the worker.
+    pub wall: (Time, Time),
+    /// FPGA: the job on the board's own timeline (start, finish) and its cycles.
+    pub device: Option<(Time, Time, u64)>,
+    /// The output, or why there is none (`None` with no error: handed back unrun).
+    pub result: Result<Option<Output>, BackendError>,
+}
+
+/// A running worker thread.
+pub struct Worker {
+    tx: mpsc::Sender<Msg>,
+    cancel: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts a worker thread for pool slot `slot` (generation `generation`) that configures
+    /// `backend` with `image`, then serves jobs, reporting to `events`.
+    pub fn spawn(
+        slot: WorkerId,
+        generation: u64,
+        mut backend: Box<dyn Backend>,
+        image: Arc<KernelImage>,
+        events: UnboundedSender<Event>,
+        clock: Clock,
+    ) -> Worker {
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let cancelled = cancel.clone();
+        let name = format!("spork-{}-{}", backend.kind().name(), slot.0);
+        let thread = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let kind = backend.kind();
+                let configured = backend.configure(&image);
+                let ok = match configured {
+                    Ok(c) => {
+                        let _ = events.send(Event::Ready { slot, generation, configured: c });
+                        true
+                    }
+                    Err(error) => {
+                        let _ = events.send(Event::ConfigureFailed { slot, generation, error });
+                        false
+                    }
+                };
+                // The board's own timeline: when its processing element is next free.
+                let mut device_free: Time = clock.now();
+                while let Ok(Msg::Job(job)) = rx.recv() {
+                    if !ok || cancelled.load(Ordering::Relaxed) {
+                        let now = clock.now();
+                        let _ = events.send(Event::Done(Done {
+                            id: job.id,
+                            slot,
+                            kind,
+                            wall: (now, now),
+                            device: None,
+                            result: Ok(None),
+                        }));
+                        continue;
+                    }
+                    let start = clock.now();
+                    let _ = events.send(Event::Started { id: job.id, at: start });
+                    if let Some(stall) = job.stall {
+                        std::thread::sleep(stall);
+                    }
+                    let result = backend.submit(&job.payload);
+                    let end = clock.now();
+                    let (result, device) = match result {
+                        Ok(ex) => {
+                            let device = ex.device.map(|(cycles, d)| {
+                                let s = device_free.max(job.dispatched);
+                                let f = s + d.as_nanos() as Time;
+                                device_free = f;
+                                (s, f, cycles)
+                            });
+                            (Ok(Some(ex.output)), device)
+                        }
+                        Err(e) => (Err(e), None),
+                    };
+                    let _ = events.send(Event::Done(Done {
+                        id: job.id,
+                        slot,
+                        kind,
+                        wall: (start, end),
+                        device,
+                        result,
+                    }));
+                }
+            })
+            .expect("spawning a worker thread");
+        Worker { tx, cancel, thread: Some(thread) }
+    }
+
+    /// Queues a job. Returns it if the worker has gone.
+    pub fn send(&self, job: JobMsg) -> Result<(), JobMsg> {
+        self.tx.send(Msg::Job(job)).map_err(|e| match e.0 {
+            Msg::Job(j) => j,
+            Msg::Stop => unreachable!("only jobs are sent here"),
+        })
+    }
+
+    /// Hands back every job not yet started, unrun.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the worker after its queue; does not wait.
+    pub fn stop(&mut self) {
+        let _ = self.tx.send(Msg::Stop);
+    }
+
+    /// Stops the worker and waits for its thread.
+    pub fn join(mut self) {
+        self.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
