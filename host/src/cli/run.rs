@@ -16,7 +16,7 @@ use spork::policy::Scheduler;
 use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
 use spork::runtime::{FaultPlan, RunConfig, RunReport};
-use spork::trace::{SizeSpec, Synthetic, file};
+use spork::trace::{SizeSpec, file};
 use spork_golden::Kernel;
 
 use super::platform_args::PlatformArgs;
@@ -127,16 +127,8 @@ fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
     if !(1.0..=3600.0).contains(&secs) {
         bail!("--duration must be between 1 s and 1 h for a live run");
     }
-    let spec = Synthetic {
-        burstiness: args.burstiness,
-        duration: args.duration * 60,
-        size: args.size,
-        workers: args.rate / 60.0 * to_secs(size),
-        seed: args.seed,
-        optional_factor: 0.0,
-    };
-    let trace = spec.generate().context("cannot generate the trace")?;
-    let reqs = trace.requests().map(|r| Request { arrival: r.arrival / 60, ..r }).collect();
+    let reqs = spork::runtime::trace::bursty(args.duration, args.rate, args.burstiness, size, args.seed)
+        .context("cannot generate the trace")?;
     Ok((reqs, args.duration))
 }
 

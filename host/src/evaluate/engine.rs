@@ -354,6 +354,7 @@ impl<'a, P: Probe> Engine<'a, P> {
     pub fn fail_worker(&mut self, id: WorkerId, now: Time) {
         let w = *self.pool.worker(id);
         if matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) {
+            self.pool.abort_queue(id, now);
             if w.state == WorkerState::SpinningUp {
                 self.pool.finish_spin_up(id);
             }

@@ -302,6 +302,30 @@ impl Pool {
         (start, finish)
     }
 
+    /// Drops a failed worker's queue at `now`: the work it had not done leaves its busy time (it is
+    /// re-run elsewhere), so it can be released at once.
+    pub fn abort_queue(&mut self, id: WorkerId, now: Time) {
+        let w = &mut self.slots[id.index()];
+        if w.busy_until <= now {
+            return;
+        }
+        let undone = w.busy_until - now.max(w.ready_at.min(w.busy_until));
+        w.busy = w.busy.saturating_sub(undone);
+        let old = (w.busy_until, id);
+        w.busy_until = now;
+        let (kind, draining) = (w.kind, w.draining);
+        let phase = match w.state {
+            WorkerState::Active if !draining => Some(Phase::Active),
+            WorkerState::SpinningUp => Some(Phase::Allocating),
+            _ => None,
+        };
+        if let Some(phase) = phase {
+            let set = self.index_mut(phase, kind);
+            set.remove(&old);
+            set.insert((now, id));
+        }
+    }
+
     /// Takes an active worker out of dispatch: it keeps its queue and can be released once idle.
     pub fn drain(&mut self, id: WorkerId) {
         let w = &mut self.slots[id.index()];

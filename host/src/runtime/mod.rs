@@ -11,6 +11,7 @@
 pub mod backend;
 mod driver;
 pub mod report;
+pub mod trace;
 pub mod work;
 pub mod worker;
 

@@ -1,0 +1,90 @@
+//! The live runtime under faults and a stop: no request is lost or answered twice, and every fault
+//! is counted.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use spork::evaluate::Plan;
+use spork::model::Platform;
+use spork::model::time::from_secs;
+use spork::policy::Scheduler;
+use spork::runtime::work::KernelImage;
+use spork::runtime::{FaultPlan, RunConfig, RunReport, run};
+use spork_golden::Kernel;
+
+fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
+    let mut platform = Platform::default();
+    // Short reconfigurations keep these tests quick: 200 ms, also the scheduling interval.
+    platform.fpga.spin_up = from_secs(0.2);
+    platform.fpga.speedup = 1.0;
+    let image = Arc::new(KernelImage::new(Kernel::Sobel, 5));
+    let items_per_sec = 1e8;
+    let requests =
+        spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 3).expect("trace");
+    RunConfig {
+        platform,
+        plan: Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")),
+        image,
+        clock_hz: 1e8,
+        requests,
+        horizon: from_secs(seconds),
+        items_per_sec,
+        seed: 3,
+        faults,
+        kernel_timeout: Duration::from_millis(400),
+        stop: Arc::new(AtomicBool::new(false)),
+        grace: Duration::from_millis(300),
+        progress: false,
+    }
+}
+
+fn accounted(r: &RunReport) {
+    assert_eq!(r.offered, r.trace_requests.min(r.offered), "{r:?}");
+    assert_eq!(
+        r.answered + r.rejected + r.rejected_at_stop,
+        r.offered,
+        "every request answered or rejected once"
+    );
+    assert_eq!(r.answered, r.answered_cpu + r.answered_fpga);
+    assert_eq!(r.mismatches, 0, "{:?}", r.faults);
+}
+
+#[test]
+fn a_board_that_fails_to_configure_hands_its_work_to_cpus_and_is_replaced() {
+    let cfg = config(3.0, 200.0, FaultPlan { fail_configure: vec![1], ..FaultPlan::default() });
+    let r = run(cfg).expect("runtime");
+    accounted(&r);
+    assert_eq!(r.offered, r.trace_requests);
+    assert_eq!(r.configure_failures, 1, "{:?}", r.faults);
+    assert!(r.faults.iter().any(|f| f.contains("injected fault")), "{:?}", r.faults);
+    assert!(r.answered_fpga > 0, "a later board configured and served: {r:?}");
+    assert!(r.fpga_spin_ups >= 2, "the failed board was replaced");
+}
+
+#[test]
+fn a_stalled_kernel_times_out_and_its_requests_rerun_on_cpus() {
+    let faults =
+        FaultPlan { stall_jobs: vec![5], stall: Duration::from_millis(1200), ..FaultPlan::default() };
+    let r = run(config(3.0, 200.0, faults)).expect("runtime");
+    accounted(&r);
+    assert_eq!(r.offered, r.trace_requests);
+    assert_eq!(r.kernel_timeouts, 1, "{:?}", r.faults);
+    assert!(r.redispatched >= 1);
+    assert!(r.late_discarded >= 1, "the stalled job's late result was dropped, not answered twice");
+}
+
+#[test]
+fn a_stop_rejects_what_is_still_in_flight_explicitly() {
+    let cfg = config(6.0, 200.0, FaultPlan::default());
+    let stop = cfg.stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let r = run(cfg).expect("runtime");
+    accounted(&r);
+    assert!(r.stopped);
+    assert!(r.offered < r.trace_requests, "the load generator stopped early");
+    assert!(r.wall_s < 5.0, "stopped within the grace period: {} s", r.wall_s);
+}
