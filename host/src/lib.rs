@@ -7,6 +7,7 @@
 //! - [`evaluate`]: the discrete-event evaluator and its report.
 //! - [`config`]: platform profiles from TOML.
 //! - [`runtime`]: the live runtime: the same policy in wall time on CPU threads and the simulated board.
+//! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
 //! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
 #![warn(missing_docs)]
 
@@ -17,6 +18,7 @@ pub mod input;
 pub mod model;
 pub mod optimal;
 pub mod policy;
+pub mod power;
 pub mod reproduce;
 pub mod runtime;
 pub mod trace;

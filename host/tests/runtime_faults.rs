@@ -36,6 +36,7 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
         stop: Arc::new(AtomicBool::new(false)),
         grace: Duration::from_millis(300),
         progress: false,
+        sysfs: "/sys".into(),
     }
 }
 

@@ -5,6 +5,7 @@ mod brownout;
 mod hdl;
 mod optimal;
 mod platform_args;
+mod power;
 mod reproduce;
 mod run;
 mod simulate;
@@ -39,6 +40,8 @@ enum Command {
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
     Bench(bench::Args),
+    /// List this machine's power sensors (RAPL, Alveo) and read them.
+    Power(power::Args),
     /// The RTL: regenerate its Verilog, lint it, synthesise it, report resources and throughput.
     #[command(subcommand)]
     Hdl(hdl::Command),
@@ -54,6 +57,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Brownout(a) => brownout::run_cmd(a),
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
+        Command::Power(a) => power::run(a),
         Command::Hdl(c) => hdl::run(c),
     }
 }

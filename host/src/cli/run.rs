@@ -195,6 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: stop.clone(),
             grace: Duration::from_secs(2),
             progress: !args.json,
+            sysfs: "/sys".into(),
         };
         let mut report = spork::runtime::run(cfg).context("starting the runtime")?;
         if !args.no_compare {
@@ -285,6 +286,19 @@ fn print_notes(runs: &[RunReport]) {
          modelled from the profile's power and prices: this machine has no power sensor for them."
     );
     for r in runs {
+        if r.meters.is_empty() {
+            println!(
+                "{}: no power sensor found (no RAPL, no Alveo board): energy is modelled only",
+                r.scheduler
+            );
+        }
+        for m in &r.meters {
+            let kind = if m.measured { "measured" } else { "modelled" };
+            match &m.energy_j {
+                Ok(j) => println!("{}: {kind} {}: {j:.1} J over the run", r.scheduler, m.name),
+                Err(e) => println!("{}: {kind} {}: unreadable ({e})", r.scheduler, m.name),
+            }
+        }
         for f in &r.faults {
             println!("fault ({}): {f}", r.scheduler);
         }

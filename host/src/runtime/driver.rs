@@ -58,6 +58,8 @@ pub struct RunConfig {
     pub grace: Duration,
     /// Print a progress line.
     pub progress: bool,
+    /// Where to look for power sensors (normally `/sys`).
+    pub sysfs: std::path::PathBuf,
 }
 
 /// A request in flight.
@@ -321,6 +323,11 @@ async fn drive(cfg: RunConfig) -> RunReport {
     .brownout(plan.brownout, cfg.seed)
     .record_actions();
 
+    // Power sensors, if this machine has any: read over the whole run.
+    let mut meters = crate::power::detect(&cfg.sysfs);
+    for m in &mut meters {
+        let _ = m.energy_j();
+    }
     let clock = Clock(std::time::Instant::now());
     let (events_tx, mut events) = unbounded_channel::<Event>();
     let mut arrivals = load_generator(&cfg, clock);
@@ -470,7 +477,25 @@ async fn drive(cfg: RunConfig) -> RunReport {
     }
     drop(events_tx);
     let (outcome, ()) = engine.finish(cfg.horizon, tick_index, false);
-    RunReport::new(&plan, dispatcher.name(), &platform, &outcome, st, end, cfg.clock_hz, cfg.image.kernel)
+    let mut report = RunReport::new(
+        &plan,
+        dispatcher.name(),
+        &platform,
+        &outcome,
+        st,
+        end,
+        cfg.clock_hz,
+        cfg.image.kernel,
+    );
+    report.meters = meters
+        .iter_mut()
+        .map(|m| super::report::MeterReading {
+            name: m.name(),
+            measured: m.measured(),
+            energy_j: m.energy_j().map_err(|e| e.to_string()),
+        })
+        .collect();
+    report
 }
 
 fn dur(t: Time) -> Duration {

@@ -217,8 +217,11 @@ pub struct RunReport {
     /// Energy (J) by worker type [CPU, FPGA]: modelled from the profile's power and the policy's
     /// busy/idle accounting (this machine has no power sensor for simulated boards or VM CPUs).
     pub energy_j: [f64; 2],
-    /// Always "modelled" here; "measured" when a sensor backs it.
+    /// Where `energy_j` comes from.
     pub energy_source: String,
+    /// Power sensors found on this machine and their energy over the run (whole-machine or whole-board
+    /// figures, beside the per-type model).
+    pub meters: Vec<MeterReading>,
     /// Cost ($) by worker type, from the profile's prices.
     pub cost: [f64; 2],
     /// The same trace and profile in the evaluator (virtual time): what the policy predicted.
@@ -237,6 +240,17 @@ pub struct RunReport {
     pub result_lag_ms: (f64, f64),
     /// Board clock, MHz.
     pub clock_mhz: f64,
+}
+
+/// One power sensor's energy over the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeterReading {
+    /// The sensor.
+    pub name: String,
+    /// Measured (sensor) or modelled.
+    pub measured: bool,
+    /// Joules over the run, or why it could not be read.
+    pub energy_j: Result<f64, String>,
 }
 
 /// The evaluator's figures for comparison.
@@ -313,7 +327,9 @@ impl RunReport {
             late_discarded: st.late_discarded,
             faults: st.faults,
             energy_j: [energy(Kind::Cpu), energy(Kind::Fpga)],
-            energy_source: "modelled".into(),
+            energy_source:
+                "modelled: the profile's busy/idle power over the policy's accounting of each worker".into(),
+            meters: Vec::new(),
             cost: [cost(Kind::Cpu), cost(Kind::Fpga)],
             evaluator: Prediction::default(),
             wall_s: to_secs(end),
