@@ -86,5 +86,9 @@ fn model_load(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, verilated, model_load);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().without_plots();
+    targets = verilated, model_load
+}
 criterion_main!(benches);

@@ -1,0 +1,208 @@
+//! The live runtime's costs: the dispatch decision on its path (engine arrival: place + book) with
+//! 100 workers, the end-to-end overhead of one request through a worker thread on an empty kernel,
+//! the simulated board's measured reconfiguration, and the energy per request through a criterion
+//! `Measurement` backed by a power meter (RAPL if this machine has it, else the profile's model,
+//! labelled so).
+
+use std::hint::black_box;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::measurement::{Measurement, ValueFormatter};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use hdrhistogram::Histogram;
+use rand::SeedableRng;
+use spork::evaluate::Engine;
+use spork::model::time::from_secs;
+use spork::model::{Platform, Request, WorkerId};
+use spork::policy::allocator::{Allocator, IntervalStats};
+use spork::policy::dispatch::{DispatcherKind, Fleet};
+use spork::power::{Modelled, PowerMeter};
+use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
+use spork::runtime::work::{KernelImage, Payload};
+use spork::runtime::worker::{Clock, Event, JobMsg, Worker};
+use spork_golden::Kernel;
+
+/// Holds a fixed number of FPGAs (the benchmark's pool size).
+struct Fixed(u32);
+
+impl Allocator for Fixed {
+    fn initial(&mut self) -> u32 {
+        self.0
+    }
+    fn plan(&mut self, _: &IntervalStats) -> u32 {
+        self.0
+    }
+}
+
+fn dispatch_decision(c: &mut Criterion) {
+    let platform = Platform::default();
+    let mut alloc = Fixed(100);
+    let dispatcher = DispatcherKind::EfficientFirst.build(Fleet::HYBRID, platform.fpga.spin_up);
+    let mut engine = Engine::new(&platform, &mut alloc, dispatcher, ());
+    engine.begin();
+    // 100 FPGAs warm, kept about half busy (20 ms requests, 10 ms on an FPGA, every 200 us).
+    let size = from_secs(0.02);
+    let now = 0;
+    // p99 of single decisions, timed one by one.
+    let mut hist = Histogram::<u64>::new(3).expect("histogram");
+    let mut t = now;
+    for _ in 0..200_000 {
+        t += 200_000;
+        engine.fire_timers(t);
+        let s = Instant::now();
+        black_box(engine.arrive(Request { arrival: t, size, optional: 0 }));
+        hist.record(s.elapsed().as_nanos() as u64).expect("record");
+    }
+    eprintln!(
+        "runtime dispatch decision (engine arrival, ~{} workers): p50 {} ns, p99 {} ns, max {} ns",
+        engine.pool().allocated(spork::model::Kind::Cpu) + engine.pool().allocated(spork::model::Kind::Fpga),
+        hist.value_at_quantile(0.5),
+        hist.value_at_quantile(0.99),
+        hist.max()
+    );
+    c.bench_function("runtime/dispatch_decision_100_workers", |b| {
+        b.iter(|| {
+            t += 200_000;
+            engine.fire_timers(t);
+            black_box(engine.arrive(Request { arrival: t, size, optional: 0 }))
+        })
+    });
+}
+
+fn request_overhead(c: &mut Criterion) {
+    let clock = Clock(Instant::now());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
+    let spec = Platform::default().cpu;
+    let backend = Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
+    let worker = Worker::spawn(WorkerId(0), 1, backend, image, tx, clock);
+    // Ready.
+    let _ = rx.blocking_recv();
+    // The smallest image: the kernel does next to nothing, so this is the runtime's own overhead.
+    let payload = Arc::new(Payload::Image { pixels: vec![0; 9], width: 3 });
+    let mut id = 0;
+    c.bench_function("runtime/request_round_trip_empty_kernel", |b| {
+        b.iter(|| {
+            id += 1;
+            worker.send(JobMsg { id, payload: payload.clone(), dispatched: 0, stall: None }).expect("send");
+            loop {
+                if let Some(Event::Done(d)) = rx.blocking_recv() {
+                    break black_box(d.id);
+                }
+            }
+        })
+    });
+    worker.join();
+}
+
+fn reconfiguration(c: &mut Criterion) {
+    let mut g = c.benchmark_group("runtime/board_reconfiguration");
+    g.sample_size(30);
+    let spec = Platform::default().fpga;
+    for kernel in Kernel::ALL {
+        let image = KernelImage::new(kernel, 1);
+        g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
+            b.iter(|| {
+                let mut slot = SimBoardSlot::new(250e6, Duration::ZERO, spec, false);
+                black_box(slot.configure(&image).expect("configure"));
+            })
+        });
+    }
+}
+
+/// Energy as a criterion measurement: joules from a power meter between start and end.
+struct Energy {
+    meter: Mutex<Box<dyn PowerMeter>>,
+}
+
+struct Joules;
+
+impl ValueFormatter for Joules {
+    fn scale_values(&self, typical: f64, values: &mut [f64]) -> &'static str {
+        let (f, unit) = if typical < 1e-3 {
+            (1e6, "uJ")
+        } else if typical < 1.0 {
+            (1e3, "mJ")
+        } else {
+            (1.0, "J")
+        };
+        values.iter_mut().for_each(|v| *v *= f);
+        unit
+    }
+    fn scale_throughputs(&self, _typical: f64, t: &Throughput, values: &mut [f64]) -> &'static str {
+        let n = match t {
+            Throughput::Elements(n) | Throughput::Bytes(n) | Throughput::BytesDecimal(n) => *n as f64,
+            _ => 1.0,
+        };
+        values.iter_mut().for_each(|v| *v = n / *v);
+        "items/J"
+    }
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "J"
+    }
+}
+
+impl Measurement for Energy {
+    type Intermediate = f64;
+    type Value = f64;
+    fn start(&self) -> f64 {
+        self.meter.lock().expect("meter").energy_j().unwrap_or(0.0)
+    }
+    fn end(&self, i: f64) -> f64 {
+        self.meter.lock().expect("meter").energy_j().unwrap_or(i) - i
+    }
+    fn add(&self, a: &f64, b: &f64) -> f64 {
+        a + b
+    }
+    fn zero(&self) -> f64 {
+        0.0
+    }
+    fn to_f64(&self, v: &f64) -> f64 {
+        *v
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Joules
+    }
+}
+
+fn energy_meter() -> Box<dyn PowerMeter> {
+    let mut found = spork::power::detect(std::path::Path::new("/sys"));
+    if found.is_empty() {
+        let busy = Platform::default().cpu.busy_power_w;
+        Box::new(Modelled::new("one busy CPU worker (no sensor on this machine)", busy))
+    } else {
+        found.remove(0)
+    }
+}
+
+fn energy_per_request(c: &mut Criterion<Energy>) {
+    let image = KernelImage::new(Kernel::Sobel, 1);
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
+    let items = (0.001 * image.calibrate(200_000)) as u64;
+    let payload = image.payload(items, &mut rng);
+    eprintln!("energy meter: {}", c_meter_name());
+    let mut g = c.benchmark_group("runtime/energy_per_request");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("cpu_sobel_1ms", |b| b.iter(|| black_box(image.reference(&payload).expect("ok"))));
+}
+
+fn c_meter_name() -> String {
+    energy_meter().name()
+}
+
+fn energy_criterion() -> Criterion<Energy> {
+    Criterion::default().without_plots().with_measurement(Energy { meter: Mutex::new(energy_meter()) })
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().without_plots();
+    targets = dispatch_decision, request_overhead, reconfiguration
+}
+criterion_group! {
+    name = energy;
+    config = energy_criterion();
+    targets = energy_per_request
+}
+criterion_main!(benches, energy);
