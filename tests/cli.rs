@@ -229,3 +229,48 @@ fn optimal_solves_and_reports_the_gap() {
     let e = stderr(&spork(&["optimal", "--objective", "speed"]));
     assert!(e.contains("unknown objective 'speed'"), "{e}");
 }
+
+#[test]
+fn run_replays_a_short_trace_live_and_reports_in_json() {
+    let o = spork(&[
+        "run",
+        "--scheduler",
+        "spork-e",
+        "--duration",
+        "3s",
+        "--rate",
+        "150",
+        "--fpga-spinup",
+        "300ms",
+        "--json",
+    ]);
+    let v = json(&o);
+    let r = &v["runs"][0];
+    assert_eq!(r["scheduler"], "SporkE");
+    let offered = r["offered"].as_u64().expect("offered");
+    assert!(offered > 100, "{r}");
+    assert_eq!(
+        r["answered"].as_u64().expect("answered") + r["rejected"].as_u64().expect("rejected"),
+        offered
+    );
+    assert_eq!(r["mismatches"], 0);
+    assert!(r["answered_fpga"].as_u64().expect("fpga") > 0, "the simulated board served requests: {r}");
+    assert!(r["simulation_lag"].as_f64().expect("lag") > 1.0, "Verilator is slower than the board: {r}");
+    assert_eq!(r["energy_source"].as_str().map(|s| s.starts_with("modelled")), Some(true));
+    assert!(v["measured_speedup"].as_f64().expect("speedup") > 0.0);
+}
+
+#[test]
+fn run_rejects_bad_options_with_the_fix() {
+    for (args, needle) in [
+        (vec!["run", "--size", "short"], "--size must be a duration"),
+        (vec!["run", "--kernel", "fft"], "use sobel, bloom or dense"),
+        (vec!["run", "--inject-fault", "melt:1"], "configure:N or stall:N"),
+        (vec!["run", "--fpga-speedup", "2"], "measured"),
+        (vec!["run", "--rate", "0"], "positive number of requests"),
+    ] {
+        let o = spork(&args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -63,6 +63,8 @@ pub struct RunStats {
     pub verilator_ns: u64,
     /// How late each board result was, beyond its finish on the board's timeline (us).
     pub lag_us: Histogram<u64>,
+    /// The latest board result's lag (ns), exactly.
+    pub max_lag: Time,
 }
 
 impl RunStats {
@@ -93,6 +95,7 @@ impl RunStats {
             device_ns: 0,
             verilator_ns: 0,
             lag_us: super::driver::histogram(),
+            max_lag: 0,
         }
     }
 
@@ -118,6 +121,7 @@ impl RunStats {
 
     pub(crate) fn record_lag(&mut self, lag: Time, verilator: Time, device: Time) {
         self.lag_us.saturating_record((lag / 1_000).max(1));
+        self.max_lag = self.max_lag.max(lag);
         self.verilator_ns += verilator;
         self.device_ns += device;
     }
