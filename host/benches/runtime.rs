@@ -19,7 +19,7 @@ use spork::policy::allocator::{Allocator, IntervalStats};
 use spork::policy::dispatch::{DispatcherKind, Fleet};
 use spork::power::{Modelled, PowerMeter};
 use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
-use spork::runtime::work::{KernelImage, Payload};
+use spork::runtime::work::{KernelImage, Payload, Work};
 use spork::runtime::worker::{Clock, Event, JobMsg, Worker};
 use spork_golden::Kernel;
 
@@ -80,12 +80,15 @@ fn request_overhead(c: &mut Criterion) {
     // Ready.
     let _ = rx.blocking_recv();
     // The smallest image: the kernel does next to nothing, so this is the runtime's own overhead.
-    let payload = Arc::new(Payload::Image { pixels: vec![0; 9], width: 3 });
+    let payload =
+        Arc::new(Work { mandatory: Payload::Image { pixels: vec![0; 9], width: 3 }, optional: None });
     let mut id = 0;
     c.bench_function("runtime/request_round_trip_empty_kernel", |b| {
         b.iter(|| {
             id += 1;
-            worker.send(JobMsg { id, payload: payload.clone(), dispatched: 0, stall: None }).expect("send");
+            worker
+                .send(JobMsg { id, work: payload.clone(), optional: false, dispatched: 0, stall: None })
+                .expect("send");
             loop {
                 if let Some(Event::Done(d)) = rx.blocking_recv() {
                     break black_box(d.id);

@@ -26,8 +26,8 @@ fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
     let clock_hz = 250e6;
     platform.fpga.speedup = clock_hz / items_per_sec;
     let seconds = 8.0;
-    let requests =
-        spork::runtime::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 11).expect("trace");
+    let requests = spork::runtime::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 0.0, 11)
+        .expect("trace");
     for name in ["spork-e", "cpu-dynamic"] {
         let plan = Plan::new(name.parse::<Scheduler>().expect("scheduler"));
         let cfg = RunConfig {

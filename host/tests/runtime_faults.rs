@@ -20,8 +20,8 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
     platform.fpga.speedup = 1.0;
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 5));
     let items_per_sec = 1e8;
-    let requests =
-        spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 3).expect("trace");
+    let requests = spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 0.0, 3)
+        .expect("trace");
     RunConfig {
         platform,
         plan: Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")),
@@ -88,4 +88,23 @@ fn a_stop_rejects_what_is_still_in_flight_explicitly() {
     assert!(r.stopped);
     assert!(r.offered < r.trace_requests, "the load generator stopped early");
     assert!(r.wall_s < 5.0, "stopped within the grace period: {} s", r.wall_s);
+}
+
+#[test]
+fn brownout_gates_real_optional_work_on_a_capped_pool() {
+    use spork::evaluate::PoolBrownout;
+    use spork::policy::brownout::ControllerKind;
+    let mut cfg = config(3.0, 300.0, FaultPlan::default());
+    cfg.requests =
+        spork::runtime::trace::bursty(from_secs(3.0), 300.0, 0.7, from_secs(0.001), 1.0, 3).expect("trace");
+    cfg.items_per_sec = 2e7; // smaller inputs: the board keeps up
+    let brownout =
+        PoolBrownout { controller: ControllerKind::Cascaded, period: from_secs(0.2), setpoint: 0.5 };
+    cfg.plan = Plan { max_workers: [Some(1), Some(1)], brownout: Some(brownout), ..cfg.plan };
+    let r = run(cfg).expect("runtime");
+    accounted(&r);
+    assert_eq!(r.brownout.as_deref(), Some("cascaded"));
+    assert_eq!(r.optional_offered, r.offered, "every request carried an optional part");
+    assert!(r.optional_ratio < 1.0, "the gate skipped some optional work: {r:?}");
+    assert!(r.optional_ratio > 0.0, "and ran some: {r:?}");
 }

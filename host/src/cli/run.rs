@@ -9,10 +9,11 @@ use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use spork::bitstream::{self, Manifest};
-use spork::evaluate::{Plan, evaluate};
+use spork::evaluate::{Plan, PoolBrownout, evaluate};
 use spork::model::time::{from_secs, to_secs};
 use spork::model::{Platform, Request, Time};
 use spork::policy::Scheduler;
+use spork::policy::brownout::ControllerKind;
 use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
 use spork::runtime::{FaultPlan, RunConfig, RunReport};
@@ -32,7 +33,7 @@ pub struct Args {
     #[arg(long, default_value = "sobel", value_parser = parse_kernel)]
     kernel: Kernel,
     /// Replay this trace file (from `spork trace gen`) in real time instead of generating one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["duration", "rate", "burstiness", "size", "seed"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["duration", "rate", "burstiness", "size", "seed", "optional_factor"])]
     trace: Option<PathBuf>,
     /// Generated trace: length.
     #[arg(long, default_value = "30s", value_parser = super::parse_duration)]
@@ -46,6 +47,19 @@ pub struct Args {
     /// Generated trace: CPU time of one request (its input is sized to take this on this machine).
     #[arg(long, default_value = "1ms")]
     size: SizeSpec,
+    /// Generated trace: each request also carries an optional part this many times its size (more
+    /// input for the same kernel), which brownout may skip.
+    #[arg(long, default_value_t = 0.0)]
+    optional_factor: f64,
+    /// Brownout controller for the optional parts; each scheduler then runs without and with it.
+    #[arg(long, value_enum)]
+    brownout: Option<ControllerKind>,
+    /// Brownout control period.
+    #[arg(long, default_value = "500ms", value_parser = super::parse_duration)]
+    brownout_period: u64,
+    /// Brownout set-point on the p95 of response time relative to the deadline span (1 = the deadline).
+    #[arg(long, default_value_t = 1.0)]
+    brownout_setpoint: f64,
     /// Seed of the trace and the request data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -127,8 +141,15 @@ fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
     if !(1.0..=3600.0).contains(&secs) {
         bail!("--duration must be between 1 s and 1 h for a live run");
     }
-    let reqs = spork::runtime::trace::bursty(args.duration, args.rate, args.burstiness, size, args.seed)
-        .context("cannot generate the trace")?;
+    let reqs = spork::runtime::trace::bursty(
+        args.duration,
+        args.rate,
+        args.burstiness,
+        size,
+        args.optional_factor,
+        args.seed,
+    )
+    .context("cannot generate the trace")?;
     Ok((reqs, args.duration))
 }
 
@@ -174,12 +195,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             to_secs(platform.fpga.spin_up)
         );
     }
+    if args.brownout.is_some() && reqs.iter().all(|r| r.optional == 0) {
+        bail!("--brownout needs requests with an optional part: add --optional-factor F (e.g. 1.0)");
+    }
+    if !args.brownout_setpoint.is_finite() || args.brownout_setpoint <= 0.0 || args.brownout_period == 0 {
+        bail!("--brownout-setpoint and --brownout-period must be above 0");
+    }
     let stop = Arc::new(AtomicBool::new(false));
-    let mut runs = Vec::new();
+    let mut plans = Vec::new();
     for s in schedulers {
         let plan = Plan { max_workers: [args.max_cpu, args.max_fpga], ..Plan::new(s) };
+        plans.push(plan);
+        if let Some(controller) = args.brownout {
+            let setup =
+                PoolBrownout { controller, period: args.brownout_period, setpoint: args.brownout_setpoint };
+            plans.push(Plan { brownout: Some(setup), ..plan });
+        }
+    }
+    let mut runs = Vec::new();
+    for plan in plans {
         if !args.json {
-            eprintln!("running {s} live ...");
+            let with =
+                plan.brownout.map_or(String::new(), |b| format!(" with brownout ({})", b.controller.name()));
+            eprintln!("running {}{with} live ...", plan.scheduler);
         }
         let cfg = RunConfig {
             platform,
@@ -228,7 +266,10 @@ fn table(runs: &[RunReport]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     let mut header = vec!["".to_string()];
-    header.extend(runs.iter().map(|r| r.scheduler.clone()));
+    header.extend(runs.iter().map(|r| match &r.brownout {
+        Some(b) => format!("{} + {b}", r.scheduler),
+        None => r.scheduler.clone(),
+    }));
     t.set_header(header);
     let row = |name: &str, f: &dyn Fn(&RunReport) -> String| {
         let mut v = vec![name.to_string()];
@@ -242,6 +283,11 @@ fn table(runs: &[RunReport]) -> Table {
     }));
     t.add_row(row("deadline misses", &|r| format!("{} ({:.2}%)", r.deadline_misses, 100.0 * r.miss_share)));
     t.add_row(row("share on FPGAs", &|r| format!("{:.1}%", 100.0 * r.fpga_share)));
+    if runs.iter().any(|r| r.optional_offered > 0) {
+        t.add_row(row("optional parts run", &|r| {
+            format!("{:.1}% of {}", 100.0 * r.optional_ratio, r.optional_offered)
+        }));
+    }
     t.add_row(row("FPGA reconfigurations", &|r| r.fpga_spin_ups.to_string()));
     t.add_row(row("  measured load (ms) min/med/max", &|r| {
         let s = &r.reconfig_measured_ms;

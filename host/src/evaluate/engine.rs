@@ -344,10 +344,11 @@ impl<'a, P: Probe> Engine<'a, P> {
         self.on_arrival(r)
     }
 
-    /// Places `r` again after its worker failed, on CPUs only (its FPGA service is made infeasible).
-    pub fn redispatch_on_cpu(&mut self, r: Request, now: Time) -> Arrival {
+    /// Places `r` again at `now` after its worker failed, on CPUs only (its FPGA service is made
+    /// infeasible), keeping its original `deadline`. Its optional part runs if `r.optional > 0`.
+    pub fn redispatch_on_cpu(&mut self, r: Request, now: Time, deadline: Time) -> Arrival {
         let r = Request { arrival: now.max(r.arrival), ..r };
-        self.place(r, r.deadline(self.platform.deadline_factor), false)
+        self.place(r, deadline, false)
     }
 
     /// Takes a worker that failed (a board that did not configure) out of service now.

@@ -11,7 +11,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::backend::{Backend, CpuWorker, SimBoardSlot};
 use super::report::{RunReport, RunStats};
-use super::work::{KernelImage, Payload};
+use super::work::{KernelImage, Work};
 use super::worker::{Clock, Done, Event, JobMsg, Worker};
 use crate::evaluate::engine::{Action, Arrival};
 use crate::evaluate::{Engine, Plan};
@@ -66,7 +66,8 @@ pub struct RunConfig {
 struct Outstanding {
     request: Request,
     deadline: Time,
-    payload: Arc<Payload>,
+    work: Arc<Work>,
+    optional: bool,
     slot: WorkerId,
     kind: Kind,
     started: Option<Time>,
@@ -79,7 +80,7 @@ struct Live {
 }
 
 enum Arrive {
-    Request(Request, Arc<Payload>),
+    Request(Request, Arc<Work>),
     End,
 }
 
@@ -99,8 +100,8 @@ fn load_generator(cfg: &RunConfig, clock: Clock) -> UnboundedReceiver<Arrive> {
         .spawn(move || {
             let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
             for r in requests {
-                let items = (crate::model::time::to_secs(r.size) * rate).round() as u64;
-                let payload = Arc::new(image.payload(items, &mut rng));
+                let items = |t: Time| (crate::model::time::to_secs(t) * rate).round() as u64;
+                let payload = Arc::new(image.work(items(r.size), items(r.optional), &mut rng));
                 let due = clock.instant(r.arrival);
                 let now = std::time::Instant::now();
                 if due > now {
@@ -192,10 +193,11 @@ impl Ctx<'_> {
     ) {
         self.apply(engine);
         match arrival {
-            Arrival::Assigned { worker, kind, deadline, .. } => {
+            Arrival::Assigned { worker, kind, deadline, optional, .. } => {
                 o.slot = worker;
                 o.kind = kind;
                 o.deadline = deadline;
+                o.optional = optional;
                 let mut stall = None;
                 if kind == Kind::Fpga {
                     self.fpga_jobs += 1;
@@ -203,7 +205,7 @@ impl Ctx<'_> {
                         stall = Some(self.cfg.faults.stall);
                     }
                 }
-                let job = JobMsg { id, payload: o.payload.clone(), dispatched: now, stall };
+                let job = JobMsg { id, work: o.work.clone(), optional: o.optional, dispatched: now, stall };
                 match self.live.get(&worker).map(|l| l.worker.send(job)) {
                     Some(Ok(())) => {
                         self.outstanding.insert(id, o);
@@ -222,7 +224,8 @@ impl Ctx<'_> {
 
     fn redispatch(&mut self, engine: &mut Engine<'_, ()>, id: u64, o: Outstanding, now: Time) {
         self.st.redispatched += 1;
-        let arrival = engine.redispatch_on_cpu(o.request, now);
+        let request = if o.optional { o.request } else { Request { optional: 0, ..o.request } };
+        let arrival = engine.redispatch_on_cpu(request, now, o.deadline);
         self.place(engine, arrival, id, Outstanding { started: None, ..o }, now);
     }
 
@@ -269,7 +272,8 @@ impl Ctx<'_> {
         let Some(o) = self.outstanding.remove(&d.id) else { return };
         match d.result {
             Ok(Some(output)) => {
-                if d.kind == Kind::Fpga && self.cfg.image.reference(&o.payload).ok().as_ref() != Some(&output)
+                if d.kind == Kind::Fpga
+                    && self.cfg.image.answer(&o.work, o.optional).ok().as_ref() != Some(&output)
                 {
                     self.st.mismatches += 1;
                     self.st
@@ -372,7 +376,8 @@ async fn drive(cfg: RunConfig) -> RunReport {
 
         // Sleep until the next tick, timer or housekeeping, or until a message comes.
         let housekeeping = clock.now() + 20_000_000;
-        let wake = [next_tick, engine.next_timer(), Some(housekeeping)]
+        let brownout_tick = engine.next_brownout_tick().filter(|_| !trace_over);
+        let wake = [next_tick, engine.next_timer(), brownout_tick, Some(housekeeping)]
             .into_iter()
             .flatten()
             .min()
@@ -413,6 +418,9 @@ async fn drive(cfg: RunConfig) -> RunReport {
                 _ => break,
             }
         }
+        while !trace_over && engine.next_brownout_tick().is_some_and(|t| t <= now) {
+            engine.brownout_tick();
+        }
         cx.apply(&mut engine);
         match message {
             Some(Ok(Arrive::Request(r, payload))) => {
@@ -420,10 +428,16 @@ async fn drive(cfg: RunConfig) -> RunReport {
                 next_id += 1;
                 cx.st.offered += 1;
                 let arrival = engine.arrive(r);
+                if r.optional > 0 {
+                    cx.st.optional_offered += 1;
+                    cx.st.optional_served +=
+                        u64::from(matches!(arrival, Arrival::Assigned { optional: true, .. }));
+                }
                 let o = Outstanding {
                     request: r,
                     deadline: 0,
-                    payload,
+                    work: payload,
+                    optional: false,
                     slot: WorkerId(0),
                     kind: Kind::Cpu,
                     started: None,

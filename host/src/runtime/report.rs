@@ -65,6 +65,10 @@ pub struct RunStats {
     pub lag_us: Histogram<u64>,
     /// The latest board result's lag (ns), exactly.
     pub max_lag: Time,
+    /// Requests dispatched with an optional part.
+    pub optional_offered: u64,
+    /// Those whose optional part the gate let run.
+    pub optional_served: u64,
 }
 
 impl RunStats {
@@ -96,6 +100,8 @@ impl RunStats {
             verilator_ns: 0,
             lag_us: super::driver::histogram(),
             max_lag: 0,
+            optional_offered: 0,
+            optional_served: 0,
         }
     }
 
@@ -176,6 +182,12 @@ pub struct RunReport {
     pub answered_cpu: u64,
     /// Share of answered requests served by FPGAs.
     pub fpga_share: f64,
+    /// Brownout controller, if any.
+    pub brownout: Option<String>,
+    /// Requests that carried an optional part.
+    pub optional_offered: u64,
+    /// Share of those whose optional part ran (the brownout gate's decisions).
+    pub optional_ratio: f64,
     /// Rejected (capped pool or impossible input).
     pub rejected: u64,
     /// Rejected because the run was stopped.
@@ -309,6 +321,13 @@ impl RunReport {
             answered_fpga: st.answered[Kind::Fpga.index()],
             answered_cpu: st.answered[Kind::Cpu.index()],
             fpga_share: st.answered[Kind::Fpga.index()] as f64 / answered.max(1) as f64,
+            brownout: plan.brownout.map(|b| b.controller.name().to_string()),
+            optional_offered: st.optional_offered,
+            optional_ratio: if st.optional_offered > 0 {
+                st.optional_served as f64 / st.optional_offered as f64
+            } else {
+                1.0
+            },
             rejected: st.rejected,
             rejected_at_stop: st.rejected_at_stop,
             stopped: st.stopped,

@@ -36,6 +36,25 @@ impl Payload {
     }
 }
 
+/// A request's inputs: its mandatory part, and the optional part brownout may skip (more input for
+/// the same kernel: a refinement image, the long tail of documents, further vectors).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Work {
+    /// Always run.
+    pub mandatory: Payload,
+    /// Run only when the brownout gate allows it.
+    pub optional: Option<Payload>,
+}
+
+/// What a worker answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// The mandatory part's result.
+    pub mandatory: Output,
+    /// The optional part's result, if it ran.
+    pub optional: Option<Output>,
+}
+
 /// A kernel's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
@@ -88,6 +107,22 @@ impl KernelImage {
                 Payload::Vectors((0..n).map(|_| inputs::vector(rng, 64)).collect())
             }
         }
+    }
+
+    /// A request of `items` mandatory and `optional_items` optional items (0: no optional part).
+    pub fn work(&self, items: u64, optional_items: u64, rng: &mut impl Rng) -> Work {
+        let mandatory = self.payload(items, rng);
+        let optional = (optional_items > 0).then(|| self.payload(optional_items, rng));
+        Work { mandatory, optional }
+    }
+
+    /// The reference answer to `work`, with or without its optional part.
+    pub fn answer(&self, work: &Work, with_optional: bool) -> Result<Answer, ShapeError> {
+        let optional = match (&work.optional, with_optional) {
+            (Some(p), true) => Some(self.reference(p)?),
+            _ => None,
+        };
+        Ok(Answer { mandatory: self.reference(&work.mandatory)?, optional })
     }
 
     /// The software reference: what CPU workers run and what every FPGA result must equal.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::backend::{Backend, BackendError, Configured};
-use super::work::{KernelImage, Output, Payload};
+use super::work::{Answer, KernelImage, Work};
 use crate::model::{Kind, Time, WorkerId};
 
 /// Wall time since the run started, in the policy's integer nanoseconds.
@@ -36,7 +36,9 @@ pub struct JobMsg {
     /// Request id.
     pub id: u64,
     /// Inputs.
-    pub payload: Arc<Payload>,
+    pub work: Arc<Work>,
+    /// Run the optional part too (the brownout gate's decision).
+    pub optional: bool,
     /// When the dispatcher sent it.
     pub dispatched: Time,
     /// Fault injection: stall this long before running (a hung kernel).
@@ -93,8 +95,8 @@ pub struct Done {
     pub wall: (Time, Time),
     /// FPGA: the job on the board's own timeline (start, finish) and its cycles.
     pub device: Option<(Time, Time, u64)>,
-    /// The output, or why there is none (`None` with no error: handed back unrun).
-    pub result: Result<Option<Output>, BackendError>,
+    /// The answer, or why there is none (`None` with no error: handed back unrun).
+    pub result: Result<Option<Answer>, BackendError>,
 }
 
 /// A running worker thread.
@@ -154,19 +156,28 @@ impl Worker {
                     if let Some(stall) = job.stall {
                         std::thread::sleep(stall);
                     }
-                    let result = backend.submit(&job.payload);
+                    let mandatory = backend.submit(&job.work.mandatory);
+                    let optional = match (&job.work.optional, job.optional, &mandatory) {
+                        (Some(p), true, Ok(_)) => Some(backend.submit(p)),
+                        _ => None,
+                    };
                     let end = clock.now();
-                    let (result, device) = match result {
-                        Ok(ex) => {
-                            let device = ex.device.map(|(cycles, d)| {
+                    let (result, device) = match (mandatory, optional.transpose()) {
+                        (Ok(m), Ok(o)) => {
+                            let parts = [m.device, o.as_ref().and_then(|o| o.device)];
+                            let device = m.device.map(|_| {
+                                let (cycles, d) = parts
+                                    .iter()
+                                    .flatten()
+                                    .fold((0, Duration::ZERO), |a, p| (a.0 + p.0, a.1 + p.1));
                                 let s = device_free.max(job.dispatched);
                                 let f = s + d.as_nanos() as Time;
                                 device_free = f;
                                 (s, f, cycles)
                             });
-                            (Ok(Some(ex.output)), device)
+                            (Ok(Some(Answer { mandatory: m.output, optional: o.map(|o| o.output) })), device)
                         }
-                        Err(e) => (Err(e), None),
+                        (Err(e), _) | (_, Err(e)) => (Err(e), None),
                     };
                     let _ = events.send(Event::Done(Done {
                         id: job.id,
