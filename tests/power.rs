@@ -15,7 +15,13 @@ fn sysfs() -> tempfile::TempDir {
         for e in std::fs::read_dir(from).expect("read fixture dir") {
             let p = e.expect("entry").path();
             let dest = to.join(p.file_name().expect("name"));
-            if p.is_dir() { copy(&p, &dest) } else { std::fs::copy(&p, &dest).map(|_| ()).expect("copy") }
+            if p.symlink_metadata().expect("metadata").file_type().is_symlink() {
+                std::os::unix::fs::symlink(std::fs::read_link(&p).expect("link"), &dest).expect("symlink");
+            } else if p.is_dir() {
+                copy(&p, &dest)
+            } else {
+                std::fs::copy(&p, &dest).map(|_| ()).expect("copy")
+            }
         }
     }
     let tmp = tempfile::tempdir().expect("tempdir");

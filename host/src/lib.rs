@@ -8,12 +8,15 @@
 //! - [`config`]: platform profiles from TOML.
 //! - [`runtime`]: the live runtime: the same policy in wall time on CPU threads and the simulated board.
 //! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
+//! - [`xrt`]: pre-flight checks and (feature `xrt`) the XRT C API binding; `f1` (feature): AWS F1 management.
 //! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
 #![warn(missing_docs)]
 
 pub mod bitstream;
 pub mod config;
 pub mod evaluate;
+#[cfg(feature = "f1")]
+pub mod f1;
 pub mod input;
 pub mod model;
 pub mod optimal;
@@ -22,3 +25,4 @@ pub mod power;
 pub mod reproduce;
 pub mod runtime;
 pub mod trace;
+pub mod xrt;

@@ -45,6 +45,7 @@ fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
             grace: Duration::from_secs(1),
             progress: false,
             sysfs: "/sys".into(),
+            board: spork::runtime::Board::Sim,
         };
         let live = run(cfg).expect("runtime");
         let model = Prediction::from_report(&evaluate(&platform, &requests, &plan));

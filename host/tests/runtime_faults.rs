@@ -37,6 +37,7 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
         grace: Duration::from_millis(300),
         progress: false,
         sysfs: "/sys".into(),
+        board: spork::runtime::Board::Sim,
     }
 }
 

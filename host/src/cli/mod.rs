@@ -2,6 +2,7 @@
 
 mod bench;
 mod brownout;
+mod devices;
 mod hdl;
 mod optimal;
 mod platform_args;
@@ -40,6 +41,8 @@ enum Command {
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
     Bench(bench::Args),
+    /// List this machine's FPGA boards (Alveo, AWS F1) and whether spork can use them.
+    Devices(devices::Args),
     /// List this machine's power sensors (RAPL, Alveo) and read them.
     Power(power::Args),
     /// The RTL: regenerate its Verilog, lint it, synthesise it, report resources and throughput.
@@ -58,6 +61,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
         Command::Power(a) => power::run(a),
+        Command::Devices(a) => devices::run(a),
         Command::Hdl(c) => hdl::run(c),
     }
 }

@@ -16,7 +16,7 @@ use spork::policy::Scheduler;
 use spork::policy::brownout::ControllerKind;
 use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
-use spork::runtime::{FaultPlan, RunConfig, RunReport};
+use spork::runtime::{Board, FaultPlan, RunConfig, RunReport};
 use spork::trace::{SizeSpec, file};
 use spork_golden::Kernel;
 
@@ -82,6 +82,23 @@ pub struct Args {
     /// past the kernel timeout (repeatable).
     #[arg(long, value_name = "FAULT")]
     inject_fault: Vec<String>,
+    /// FPGA workers: `sim` (the simulated board) or `alveo` (a real board over XRT; needs the `xrt`
+    /// feature, --xclbin and --device).
+    #[arg(long, default_value = "sim")]
+    board: String,
+    /// Alveo: the xclbin with the kernel and the mm2s/s2mm data movers (scripts/build-xclbin.sh).
+    #[arg(long, value_name = "FILE")]
+    xclbin: Option<PathBuf>,
+    /// Alveo: another xclbin loaded first, so that the timed load is a real reconfiguration (XRT skips
+    /// reloading the image already on the board).
+    #[arg(long, value_name = "FILE")]
+    xclbin_alt: Option<PathBuf>,
+    /// Alveo: the board, by PCI address (0000:3b:00.1) or index.
+    #[arg(long, default_value = "0")]
+    device: String,
+    /// The sysfs root for pre-flight checks and power sensors.
+    #[arg(long, default_value = "/sys")]
+    sys: PathBuf,
     /// Skip the evaluator's prediction beside each run.
     #[arg(long)]
     no_compare: bool,
@@ -201,6 +218,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.brownout_setpoint.is_finite() || args.brownout_setpoint <= 0.0 || args.brownout_period == 0 {
         bail!("--brownout-setpoint and --brownout-period must be above 0");
     }
+    let board = board(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut plans = Vec::new();
     for s in schedulers {
@@ -233,7 +251,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             stop: stop.clone(),
             grace: Duration::from_secs(2),
             progress: !args.json,
-            sysfs: "/sys".into(),
+            sysfs: args.sys.clone(),
+            board: board.clone(),
         };
         let mut report = spork::runtime::run(cfg).context("starting the runtime")?;
         if !args.no_compare {
@@ -260,6 +279,46 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print_notes(&runs);
     }
     Ok(())
+}
+
+/// The FPGA backend the options ask for, checked before anything runs.
+fn board(args: &Args) -> anyhow::Result<Board> {
+    match args.board.as_str() {
+        "sim" => Ok(Board::Sim),
+        "alveo" => alveo(args),
+        other => bail!("--board {other}: use sim (the simulated board) or alveo (a real board over XRT)"),
+    }
+}
+
+#[cfg(feature = "xrt")]
+fn alveo(args: &Args) -> anyhow::Result<Board> {
+    use spork::xrt::preflight;
+    let Some(xclbin) = args.xclbin.clone() else {
+        bail!("--board alveo needs --xclbin FILE (built by scripts/build-xclbin.sh)");
+    };
+    // Everything XRT would abort on is checked here, before any XRT call.
+    preflight::xrt_root()?;
+    let bdf = args.device.parse::<u32>().is_err().then_some(args.device.as_str());
+    preflight::boards(&args.sys, bdf)?;
+    preflight::xclbin(&xclbin)?;
+    if let Some(alt) = &args.xclbin_alt {
+        preflight::xclbin(alt)?;
+    }
+    Ok(Board::Alveo(spork::runtime::backend::AlveoConfig {
+        device: args.device.clone(),
+        xclbin,
+        alternate: args.xclbin_alt.clone(),
+        sys: args.sys.clone(),
+        timeout: Duration::from_nanos(args.kernel_timeout),
+    }))
+}
+
+#[cfg(not(feature = "xrt"))]
+fn alveo(_: &Args) -> anyhow::Result<Board> {
+    bail!(
+        "this spork was built without XRT support\n  fix: rebuild with `cargo build --release -p spork --features xrt` \
+         (needs the XRT headers: apt-get install -y libxrt-dev, or source /opt/xilinx/xrt/setup.sh)"
+    )
 }
 
 fn table(runs: &[RunReport]) -> Table {

@@ -28,6 +28,16 @@ pub struct FaultPlan {
     pub stall: Duration,
 }
 
+/// What the FPGA workers are.
+#[derive(Clone, Debug)]
+pub enum Board {
+    /// Slots of the simulated board (Verilated RTL).
+    Sim,
+    /// An Alveo board over XRT.
+    #[cfg(feature = "xrt")]
+    Alveo(super::backend::AlveoConfig),
+}
+
 /// One live run.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -60,6 +70,8 @@ pub struct RunConfig {
     pub progress: bool,
     /// Where to look for power sensors (normally `/sys`).
     pub sysfs: std::path::PathBuf,
+    /// The FPGA workers' backend.
+    pub board: Board,
 }
 
 /// A request in flight.
@@ -151,12 +163,18 @@ impl Ctx<'_> {
                         Kind::Fpga => {
                             self.fpga_configs += 1;
                             let fail = self.cfg.faults.fail_configure.contains(&self.fpga_configs);
-                            Box::new(SimBoardSlot::new(
-                                self.cfg.clock_hz,
-                                dur(platform.fpga.spin_up),
-                                platform.fpga,
-                                fail,
-                            ))
+                            match &self.cfg.board {
+                                Board::Sim => Box::new(SimBoardSlot::new(
+                                    self.cfg.clock_hz,
+                                    dur(platform.fpga.spin_up),
+                                    platform.fpga,
+                                    fail,
+                                )),
+                                #[cfg(feature = "xrt")]
+                                Board::Alveo(c) => {
+                                    Box::new(super::backend::AlveoBoard::new(c.clone(), platform.fpga))
+                                }
+                            }
                         }
                     };
                     let w = Worker::spawn(
@@ -501,6 +519,11 @@ async fn drive(cfg: RunConfig) -> RunReport {
         cfg.clock_hz,
         cfg.image.kernel,
     );
+    report.board = match &cfg.board {
+        Board::Sim => "sim".into(),
+        #[cfg(feature = "xrt")]
+        Board::Alveo(c) => format!("alveo {}", c.device),
+    };
     report.meters = meters
         .iter_mut()
         .map(|m| super::report::MeterReading {

@@ -11,9 +11,10 @@
 pub mod backend;
 mod driver;
 pub mod report;
+pub mod stream;
 pub mod trace;
 pub mod work;
 pub mod worker;
 
-pub use driver::{FaultPlan, RunConfig, run};
+pub use driver::{Board, FaultPlan, RunConfig, run};
 pub use report::RunReport;

@@ -170,6 +170,8 @@ pub struct RunReport {
     pub dispatcher: String,
     /// Kernel run by every request.
     pub kernel: String,
+    /// The FPGA workers: "sim" (simulated board) or "alveo <device>".
+    pub board: String,
     /// Requests in the trace.
     pub trace_requests: u64,
     /// Requests delivered by the load generator.
@@ -315,6 +317,7 @@ impl RunReport {
             scheduler: plan.scheduler.to_string(),
             dispatcher: dispatcher.to_string(),
             kernel: kernel.to_string(),
+            board: "sim".into(),
             trace_requests: st.trace_requests,
             offered: st.offered,
             answered,

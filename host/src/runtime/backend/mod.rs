@@ -1,9 +1,13 @@
 //! Workers behind one trait: configure with a kernel image (measured), run a job, report power and
 //! health. Each worker runs on its own OS thread (see [`super::worker`]).
 
+#[cfg(feature = "xrt")]
+mod alveo;
 mod board;
 mod cpu;
 
+#[cfg(feature = "xrt")]
+pub use alveo::{AlveoBoard, AlveoConfig};
 pub use board::SimBoardSlot;
 pub use cpu::CpuWorker;
 

@@ -1,0 +1,135 @@
+//! The XRT binding end to end (feature `xrt`): pre-flight errors before any XRT call, and the real
+//! binding code driving the loopback XRT (tests/xrt_loopback, a libxrt_coreutil.so.2 backed by the
+//! Verilated kernels) in a live `spork run --board alveo`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sysfs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sysfs")
+}
+
+fn loopback() -> &'static str {
+    env!("SPORK_XRT_LOOPBACK")
+}
+
+/// `spork` with the loopback XRT in front of the real one.
+fn spork(args: &[&str], xrt: bool) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spork"));
+    c.args(args).env("LD_LIBRARY_PATH", loopback()).env("SPORK_SIM_MODELS", spork_sim::built_models_dir());
+    if xrt {
+        c.env("XILINX_XRT", loopback());
+    } else {
+        c.env_remove("XILINX_XRT");
+    }
+    c.output().expect("spork runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A loopback xclbin: the real magic, then what the loopback reads.
+fn xclbin(dir: &Path, name: &str, kernel: &str, uuid: &str) -> String {
+    let p = dir.join(name);
+    let mut bytes = b"xclbin2\0".to_vec();
+    bytes.extend(format!("spork-loopback\nkernel={kernel}\nuuid={uuid}\n").as_bytes());
+    std::fs::write(&p, bytes).expect("write xclbin");
+    p.to_string_lossy().into_owned()
+}
+
+fn run_args<'a>(xclbin: &'a str, sys: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "run",
+        "--board",
+        "alveo",
+        "--device",
+        "0000:3b:00.1",
+        "--sys",
+        sys,
+        "--xclbin",
+        xclbin,
+        "--scheduler",
+        "spork-e",
+        "--duration",
+        "3s",
+        "--rate",
+        "300",
+        "--fpga-spinup",
+        "200ms",
+        "--max-fpga",
+        "1",
+        "--json",
+    ];
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn preflight_refuses_before_any_xrt_call() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let good = xclbin(tmp.path(), "a.xclbin", "sobel", &"ab".repeat(16));
+    let sys = sysfs();
+    let sys = sys.to_str().expect("utf8");
+    let cases: Vec<(Vec<&str>, bool, &str)> = vec![
+        (run_args(&good, sys, &[]), false, "XILINX_XRT is not set"),
+        (run_args(&good, "/nonexistent", &[]), true, "no Xilinx board bound to the XRT driver"),
+        (run_args("/nonexistent.xclbin", sys, &[]), true, "cannot open"),
+        (run_args(sys, sys, &[]), true, "shorter than an xclbin header"),
+    ];
+    for (args, xrt, needle) in cases {
+        let o = spork(&args, xrt);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(text(&o).contains(needle) && text(&o).contains("fix"), "{args:?}: {}", text(&o));
+    }
+    let not_xclbin = tmp.path().join("x.xclbin");
+    std::fs::write(&not_xclbin, "hello, not an image").expect("write");
+    let o = spork(&run_args(not_xclbin.to_str().expect("utf8"), sys, &[]), true);
+    assert!(text(&o).contains("no xclbin2 magic"), "{}", text(&o));
+    let mut wrong = run_args(&good, sys, &[]);
+    wrong[4] = "0000:99:00.0";
+    let o = spork(&wrong, true);
+    assert!(
+        text(&o).contains("no Xilinx board at 0000:99:00.0") && text(&o).contains("0000:3b:00.1"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn a_live_run_drives_the_loopback_board_through_the_real_binding() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let a = xclbin(tmp.path(), "sobel-a.xclbin", "sobel", &"0123456789abcdef".repeat(2));
+    let b = xclbin(tmp.path(), "sobel-b.xclbin", "sobel", &"fedcba9876543210".repeat(2));
+    let sys = sysfs();
+    let o = spork(&run_args(&a, sys.to_str().expect("utf8"), &["--xclbin-alt", &b]), true);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let r = &v["runs"][0];
+    assert_eq!(r["board"], "alveo 0000:3b:00.1", "{r}");
+    let offered = r["offered"].as_u64().expect("offered");
+    assert_eq!(r["answered"].as_u64().expect("answered"), offered, "{r}");
+    assert!(r["answered_fpga"].as_u64().expect("fpga") > 0, "the board (loopback XRT) served requests: {r}");
+    assert_eq!(r["mismatches"], 0, "every board result equals the reference");
+    assert_eq!(r["configure_failures"], 0, "{r}");
+    assert!(r["reconfig_measured_ms"]["count"].as_u64().expect("count") >= 1);
+    assert!(r["reconfig_measured_ms"]["min"].as_f64().expect("load") > 0.0, "the xclbin load was timed");
+}
+
+#[test]
+fn an_xrt_error_names_the_call_and_the_requests_move_to_cpus() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // The loopback has no model for this kernel: xrtDeviceLoadXclbinFile fails with ENOENT.
+    let bad = xclbin(tmp.path(), "fft.xclbin", "fft", &"11".repeat(16));
+    let sys = sysfs();
+    let o = spork(&run_args(&bad, sys.to_str().expect("utf8"), &[]), true);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let r = &v["runs"][0];
+    assert_eq!(r["board"], "alveo 0000:3b:00.1", "{r}");
+    assert!(r["configure_failures"].as_u64().expect("failures") >= 1, "{r}");
+    let faults = r["faults"].to_string();
+    assert!(faults.contains("xrtDeviceLoadXclbinFile failed"), "{faults}");
+    assert_eq!(r["answered"], r["offered"], "no request lost: {r}");
+    assert_eq!(r["answered_fpga"], 0);
+}

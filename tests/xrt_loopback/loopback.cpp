@@ -1,0 +1,372 @@
+// A loopback implementation of the part of the XRT C API that Spork's `xrt` binding calls, built as
+// libxrt_coreutil.so.2 so that the real binding code (not a Rust mock) runs against it in tests with
+// LD_LIBRARY_PATH pointing here. Behind it is the simulated board: an xclbin names a spork-sim model
+// (a Verilated kernel), loading it dlopens that model, and the data movers `mm2s` -> `<kernel>_axis`
+// -> `s2mm` stream words through it in the layout of host/src/runtime/stream.rs.
+//
+// Loopback xclbin format: the 8-byte magic "xclbin2\0", then text lines "spork-loopback",
+// "kernel=<sobel|bloom|dense>", "uuid=<32 hex digits>". Models come from $SPORK_SIM_MODELS.
+
+#include <dlfcn.h>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Model {
+    void* lib = nullptr;
+    void* (*mnew)() = nullptr;
+    void (*mfree)(void*) = nullptr;
+    void (*eval)(void*) = nullptr;
+    void (*set)(void*, uint32_t, uint64_t) = nullptr;
+    uint64_t (*get)(void*, uint32_t) = nullptr;
+    void (*cycles)(void*, uint32_t, uint64_t) = nullptr;
+    uint32_t (*count)() = nullptr;
+    const char* (*pname)(uint32_t) = nullptr;
+    std::map<std::string, uint32_t> ports;
+};
+
+struct Device {
+    unsigned index = 0;
+    std::string kernel;
+    unsigned char uuid[16] = {0};
+    bool loaded = false;
+    std::unique_ptr<Model> model;
+};
+
+struct Kernel {
+    Device* dev;
+    std::string name;
+};
+
+struct Bo {
+    std::vector<uint8_t> data;
+};
+
+struct Run {
+    Kernel* k;
+    Bo* bo = nullptr;
+    uint32_t words = 0;
+    bool started = false;
+    bool done = false;
+};
+
+// Runs waiting for their partner: a started mm2s waits for s2mm and the other way round.
+std::map<Device*, Run*> pending_in, pending_out;
+
+void close_model(Device* d) {
+    if (d->model && d->model->lib) dlclose(d->model->lib);
+    d->model.reset();
+}
+
+bool open_model(Device* d) {
+    const char* dir = getenv("SPORK_SIM_MODELS");
+    std::string path = std::string(dir ? dir : ".") + "/libspork_model_" + d->kernel + ".so";
+    auto m = std::make_unique<Model>();
+    m->lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!m->lib) return false;
+    m->mnew = (void* (*)())dlsym(m->lib, "spork_model_new");
+    m->mfree = (void (*)(void*))dlsym(m->lib, "spork_model_free");
+    m->eval = (void (*)(void*))dlsym(m->lib, "spork_model_eval");
+    m->set = (void (*)(void*, uint32_t, uint64_t))dlsym(m->lib, "spork_model_set");
+    m->get = (uint64_t(*)(void*, uint32_t))dlsym(m->lib, "spork_model_get");
+    m->cycles = (void (*)(void*, uint32_t, uint64_t))dlsym(m->lib, "spork_model_cycles");
+    m->count = (uint32_t(*)())dlsym(m->lib, "spork_model_port_count");
+    m->pname = (const char* (*)(uint32_t))dlsym(m->lib, "spork_model_port_name");
+    if (!m->mnew || !m->mfree || !m->eval || !m->set || !m->get || !m->cycles || !m->count || !m->pname) {
+        dlclose(m->lib);
+        return false;
+    }
+    for (uint32_t i = 0; i < m->count(); ++i) m->ports[m->pname(i)] = i;
+    d->model = std::move(m);
+    return true;
+}
+
+// Drives the Verilated kernel with the input words; returns the output words.
+std::vector<uint64_t> process(Model& m, const std::string& kernel, const std::vector<uint64_t>& in) {
+    void* h = m.mnew();
+    auto P = [&](const char* n) { return m.ports.at(n); };
+    auto set = [&](const char* n, uint64_t v) { m.set(h, P(n), v); };
+    auto get = [&](const char* n) { return m.get(h, P(n)); };
+    uint32_t clk = P("clock");
+    m.set(h, clk, 0);
+    m.eval(h);
+    std::vector<uint64_t> out;
+    auto step = [&](auto collect) {
+        m.cycles(h, clk, 1);
+        collect();
+    };
+    if (kernel == "sobel" && !in.empty()) {
+        auto collect = [&] { if (get("out_valid")) out.push_back(get("out_mag")); };
+        set("width", in[0]);
+        for (size_t i = 1; i < in.size(); ++i) {
+            set("in_valid", 1);
+            set("in_first", i == 1);
+            set("in_pixel", in[i] & 0xff);
+            step(collect);
+        }
+        set("in_valid", 0);
+        set("in_first", 0);
+        for (int i = 0; i < 8; ++i) step(collect);
+    } else if (kernel == "bloom" && in.size() >= 16) {
+        auto collect = [&] { if (get("out_valid")) out.push_back(get("out_score")); };
+        for (uint64_t b = 0; b < 1024; ++b) {
+            set("load_we", 1);
+            set("load_addr", b);
+            set("load_bit", (in[b / 64] >> (b % 64)) & 1);
+            m.cycles(h, clk, 1);
+        }
+        set("load_we", 0);
+        for (size_t i = 16; i < in.size(); ++i) {
+            set("in_valid", 1);
+            set("in_last", (in[i] >> 32) & 1);
+            set("in_hash", in[i] & 0xffffffffu);
+            step(collect);
+        }
+        set("in_valid", 0);
+        set("in_last", 0);
+        for (int i = 0; i < 8; ++i) step(collect);
+    } else if (kernel == "dense" && in.size() >= 128) {
+        auto collect = [&] {
+            if (!get("out_valid")) return;
+            for (int half = 0; half < 2; ++half) {
+                uint64_t w = 0;
+                for (int k = 0; k < 4; ++k) {
+                    std::string n = "out_y$" + std::to_string(4 * half + k);
+                    w |= (m.get(h, m.ports.at(n)) & 0xffff) << (16 * k);
+                }
+                out.push_back(w);
+            }
+        };
+        for (uint64_t n = 0; n < 512; ++n) {
+            set("w_we", 1);
+            set("w_neuron", n / 64);
+            set("w_index", n % 64);
+            set("w_data", (in[n / 4] >> (16 * (n % 4))) & 0xffff);
+            m.cycles(h, clk, 1);
+        }
+        set("w_we", 0);
+        for (size_t i = 128; i < in.size(); ++i) {
+            set("in_valid", 1);
+            set("in_last", (in[i] >> 16) & 1);
+            set("in_x", in[i] & 0xffff);
+            step(collect);
+        }
+        set("in_valid", 0);
+        set("in_last", 0);
+        for (int i = 0; i < 8; ++i) step(collect);
+    }
+    m.mfree(h);
+    return out;
+}
+
+void try_stream(Device* d) {
+    auto i = pending_in.find(d);
+    auto o = pending_out.find(d);
+    if (i == pending_in.end() || o == pending_out.end()) return;
+    Run* in = i->second;
+    Run* out = o->second;
+    pending_in.erase(i);
+    pending_out.erase(o);
+    std::vector<uint64_t> words(in->words);
+    std::memcpy(words.data(), in->bo->data.data(), std::min(words.size() * 8, in->bo->data.size()));
+    std::vector<uint64_t> result = process(*d->model, d->kernel, words);
+    size_t n = std::min<size_t>(result.size(), out->words);
+    std::memset(out->bo->data.data(), 0, out->bo->data.size());
+    std::memcpy(out->bo->data.data(), result.data(), std::min(n * 8, out->bo->data.size()));
+    in->done = out->done = true;
+}
+
+bool parse_hex_uuid(const std::string& s, unsigned char* uuid) {
+    if (s.size() != 32) return false;
+    for (int i = 0; i < 16; ++i) uuid[i] = (unsigned char)std::stoul(s.substr(2 * i, 2), nullptr, 16);
+    return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+void* xrtDeviceOpen(unsigned int index) {
+    if (index != 0) {
+        errno = ENODEV;
+        return nullptr;
+    }
+    return new Device{index};
+}
+
+void* xrtDeviceOpenByBDF(const char* bdf) {
+    if (!bdf || !*bdf) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return new Device{0};
+}
+
+int xrtDeviceClose(void* h) {
+    auto* d = static_cast<Device*>(h);
+    if (!d) return -EINVAL;
+    close_model(d);
+    delete d;
+    return 0;
+}
+
+int xrtDeviceLoadXclbinFile(void* h, const char* path) {
+    auto* d = static_cast<Device*>(h);
+    std::ifstream f(path, std::ios::binary);
+    if (!d || !f) return -ENOENT;
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (all.size() < 8 || all.compare(0, 8, std::string("xclbin2\0", 8)) != 0) return -EINVAL;
+    std::istringstream text(all.substr(8));
+    std::string line, kernel, uuid;
+    bool ours = false;
+    while (std::getline(text, line)) {
+        if (line == "spork-loopback") ours = true;
+        if (line.rfind("kernel=", 0) == 0) kernel = line.substr(7);
+        if (line.rfind("uuid=", 0) == 0) uuid = line.substr(5);
+    }
+    if (!ours || kernel.empty()) return -EINVAL;
+    unsigned char id[16];
+    if (!parse_hex_uuid(uuid, id)) return -EINVAL;
+    // A real reconfiguration: the previous image goes, the new one is loaded.
+    close_model(d);
+    d->loaded = false;
+    d->kernel = kernel;
+    if (!open_model(d)) return -ENOENT;
+    std::memcpy(d->uuid, id, 16);
+    d->loaded = true;
+    return 0;
+}
+
+int xrtDeviceGetXclbinUUID(void* h, unsigned char* out) {
+    auto* d = static_cast<Device*>(h);
+    if (!d || !d->loaded) return -ENOENT;
+    std::memcpy(out, d->uuid, 16);
+    return 0;
+}
+
+void* xrtPLKernelOpen(void* h, const unsigned char* uuid, const char* name) {
+    auto* d = static_cast<Device*>(h);
+    std::string n = name ? name : "";
+    if (!d || !d->loaded || std::memcmp(uuid, d->uuid, 16) != 0) {
+        errno = ENOENT;
+        return nullptr;
+    }
+    if (n != "mm2s" && n != "s2mm" && n != d->kernel + "_axis") {
+        errno = ENOENT;
+        return nullptr;
+    }
+    return new Kernel{d, n};
+}
+
+int xrtKernelClose(void* k) {
+    delete static_cast<Kernel*>(k);
+    return 0;
+}
+
+int xrtKernelArgGroupId(void* k, int argno) {
+    return (k && argno >= 0) ? 0 : -EINVAL;
+}
+
+void* xrtBOAlloc(void* h, size_t size, uint64_t, uint32_t) {
+    if (!h) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    auto* b = new Bo;
+    b->data.resize(size);
+    return b;
+}
+
+int xrtBOFree(void* b) {
+    delete static_cast<Bo*>(b);
+    return 0;
+}
+
+size_t xrtBOSize(void* b) { return static_cast<Bo*>(b)->data.size(); }
+
+int xrtBOWrite(void* b, const void* src, size_t size, size_t seek) {
+    auto* bo = static_cast<Bo*>(b);
+    if (seek + size > bo->data.size()) return -EINVAL;
+    std::memcpy(bo->data.data() + seek, src, size);
+    return 0;
+}
+
+int xrtBORead(void* b, void* dst, size_t size, size_t skip) {
+    auto* bo = static_cast<Bo*>(b);
+    if (skip + size > bo->data.size()) return -EINVAL;
+    std::memcpy(dst, bo->data.data() + skip, size);
+    return 0;
+}
+
+int xrtBOSync(void* b, int, size_t size, size_t offset) {
+    auto* bo = static_cast<Bo*>(b);
+    return (offset + size <= bo->data.size()) ? 0 : -EINVAL;
+}
+
+void* xrtRunOpen(void* k) {
+    if (!k) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return new Run{static_cast<Kernel*>(k)};
+}
+
+int xrtRunSetArg(void* r, int index, ...) {
+    auto* run = static_cast<Run*>(r);
+    va_list ap;
+    va_start(ap, index);
+    int rc = 0;
+    if (index == 0) {
+        run->bo = static_cast<Bo*>(va_arg(ap, void*));
+    } else if (index == 1) {
+        run->words = va_arg(ap, unsigned int);
+    } else {
+        rc = -EINVAL;
+    }
+    va_end(ap);
+    return rc;
+}
+
+int xrtRunStart(void* r) {
+    auto* run = static_cast<Run*>(r);
+    if (!run->bo) return -EINVAL;
+    run->started = true;
+    Device* d = run->k->dev;
+    if (run->k->name == "mm2s") pending_in[d] = run;
+    else if (run->k->name == "s2mm") pending_out[d] = run;
+    else run->done = true;  // the free-running stream kernel
+    try_stream(d);
+    return 0;
+}
+
+int xrtRunState(void* r) {
+    auto* run = static_cast<Run*>(r);
+    return run->done ? 4 : (run->started ? 3 : 1);
+}
+
+int xrtRunWaitFor(void* r, unsigned int) {
+    auto* run = static_cast<Run*>(r);
+    return run->done ? 4 /* COMPLETED */ : 8 /* TIMEOUT */;
+}
+
+int xrtRunClose(void* r) {
+    auto* run = static_cast<Run*>(r);
+    for (auto* m : {&pending_in, &pending_out}) {
+        for (auto it = m->begin(); it != m->end();) {
+            it = (it->second == run) ? m->erase(it) : std::next(it);
+        }
+    }
+    delete run;
+    return 0;
+}
+
+}  // extern "C"
