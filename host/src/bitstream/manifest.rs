@@ -128,6 +128,9 @@ pub struct Manifest {
     pub item: String,
     /// Synthesis results.
     pub resources: Resources,
+    /// AWS F1: the AFI's global id, once `scripts/build-afi.sh` has made it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agfi: Option<String>,
     /// Load measurements, once a user has run them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,

@@ -164,6 +164,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             items_per_cycle: tp.items_per_cycle(),
             item: tp.item.into(),
             resources: syn.resources,
+            agfi: None,
             measured,
         };
         std::fs::write(&manifest_path, m.to_toml())

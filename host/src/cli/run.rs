@@ -96,6 +96,12 @@ pub struct Args {
     /// Alveo: the board, by PCI address (0000:3b:00.1) or index.
     #[arg(long, default_value = "0")]
     device: String,
+    /// F1: the slot.
+    #[arg(long, default_value_t = 0)]
+    slot: u32,
+    /// F1: the AFI to load (default: `agfi` in bitstreams/f1/<kernel>.toml).
+    #[arg(long)]
+    agfi: Option<String>,
     /// The sysfs root for pre-flight checks and power sensors.
     #[arg(long, default_value = "/sys")]
     sys: PathBuf,
@@ -286,7 +292,8 @@ fn board(args: &Args) -> anyhow::Result<Board> {
     match args.board.as_str() {
         "sim" => Ok(Board::Sim),
         "alveo" => alveo(args),
-        other => bail!("--board {other}: use sim (the simulated board) or alveo (a real board over XRT)"),
+        "f1" => f1(args),
+        other => bail!("--board {other}: use sim (the simulated board), alveo (XRT) or f1 (AWS F1)"),
     }
 }
 
@@ -318,6 +325,36 @@ fn alveo(_: &Args) -> anyhow::Result<Board> {
     bail!(
         "this spork was built without XRT support\n  fix: rebuild with `cargo build --release -p spork --features xrt` \
          (needs the XRT headers: apt-get install -y libxrt-dev, or source /opt/xilinx/xrt/setup.sh)"
+    )
+}
+
+#[cfg(feature = "f1")]
+fn f1(args: &Args) -> anyhow::Result<Board> {
+    let agfi = match &args.agfi {
+        Some(a) => a.clone(),
+        None => {
+            let path = bitstream::default_dir().join("f1").join(format!("{}.toml", args.kernel.name()));
+            let m = Manifest::load(&path)
+                .with_context(|| "no --agfi given, and no F1 manifest to take it from")?;
+            m.agfi
+                .with_context(|| format!("{} has no agfi (scripts/build-afi.sh writes it)", path.display()))?
+        }
+    };
+    spork::f1::check_agfi(&agfi)?;
+    spork::f1::slots(&args.sys)?;
+    Ok(Board::F1(spork::runtime::backend::F1Config {
+        slot: args.slot,
+        agfi,
+        xclbin: args.xclbin.clone(),
+        sys: args.sys.clone(),
+        timeout: Duration::from_nanos(args.kernel_timeout),
+    }))
+}
+
+#[cfg(not(feature = "f1"))]
+fn f1(_: &Args) -> anyhow::Result<Board> {
+    bail!(
+        "this spork was built without F1 support\n  fix: rebuild with `--features f1` (and `xrt` for the data path)"
     )
 }
 

@@ -36,6 +36,9 @@ pub enum Board {
     /// An Alveo board over XRT.
     #[cfg(feature = "xrt")]
     Alveo(super::backend::AlveoConfig),
+    /// An AWS F1 slot.
+    #[cfg(feature = "f1")]
+    F1(super::backend::F1Config),
 }
 
 /// One live run.
@@ -173,6 +176,10 @@ impl Ctx<'_> {
                                 #[cfg(feature = "xrt")]
                                 Board::Alveo(c) => {
                                     Box::new(super::backend::AlveoBoard::new(c.clone(), platform.fpga))
+                                }
+                                #[cfg(feature = "f1")]
+                                Board::F1(c) => {
+                                    Box::new(super::backend::F1Slot::new(c.clone(), platform.fpga))
                                 }
                             }
                         }
@@ -523,6 +530,8 @@ async fn drive(cfg: RunConfig) -> RunReport {
         Board::Sim => "sim".into(),
         #[cfg(feature = "xrt")]
         Board::Alveo(c) => format!("alveo {}", c.device),
+        #[cfg(feature = "f1")]
+        Board::F1(c) => format!("f1 slot {} ({})", c.slot, c.agfi),
     };
     report.meters = meters
         .iter_mut()

@@ -5,11 +5,15 @@
 mod alveo;
 mod board;
 mod cpu;
+#[cfg(feature = "f1")]
+mod f1;
 
 #[cfg(feature = "xrt")]
 pub use alveo::{AlveoBoard, AlveoConfig};
 pub use board::SimBoardSlot;
 pub use cpu::CpuWorker;
+#[cfg(feature = "f1")]
+pub use f1::{F1Config, F1Slot};
 
 use std::time::Duration;
 
