@@ -118,3 +118,28 @@ pub fn parse_xbutil_power(json: &str) -> Result<f64, PowerError> {
         .parse()
         .map_err(|_| PowerError::Unavailable(format!("xbutil (power_consumption_watts = {text})")))
 }
+
+/// Board power from `xbutil examine -d <BDF> -r electrical -f JSON`, for boards whose sensors sysfs
+/// does not expose.
+pub fn xbutil_power(bdf: &str) -> Result<f64, PowerError> {
+    let out = std::env::temp_dir().join(format!(
+        "spork-xbutil-{}-{}.json",
+        std::process::id(),
+        bdf.replace(':', "_")
+    ));
+    let status = std::process::Command::new("xbutil")
+        .args(["examine", "-d", bdf, "-r", "electrical", "-f", "JSON", "--force", "-o"])
+        .arg(&out)
+        .output()
+        .map_err(|e| PowerError::Unavailable(format!("xbutil ({e}); source /opt/xilinx/xrt/setup.sh")))?;
+    if !status.status.success() {
+        return Err(PowerError::Unavailable(format!(
+            "xbutil examine -d {bdf}: {}",
+            String::from_utf8_lossy(&status.stderr).trim()
+        )));
+    }
+    let text =
+        std::fs::read_to_string(&out).map_err(|source| PowerError::Io { path: out.clone(), source })?;
+    let _ = std::fs::remove_file(&out);
+    parse_xbutil_power(&text)
+}

@@ -6,7 +6,7 @@ mod alveo;
 mod modelled;
 mod rapl;
 
-pub use alveo::{AlveoSysfs, parse_xbutil_power};
+pub use alveo::{AlveoSysfs, parse_xbutil_power, xbutil_power};
 pub use modelled::Modelled;
 pub use rapl::Rapl;
 

@@ -36,6 +36,8 @@ pub struct AlveoBoard {
     uuid: [u8; 16],
     image: Option<KernelImage>,
     meter: Option<AlveoSysfs>,
+    /// Power from `xbutil` when sysfs has no sensor (read at configuration).
+    xbutil_w: Option<f64>,
     health: Health,
 }
 
@@ -49,6 +51,7 @@ impl AlveoBoard {
             uuid: [0; 16],
             image: None,
             meter: None,
+            xbutil_w: None,
             health: Health::Starting,
         }
     }
@@ -113,6 +116,9 @@ impl Backend for AlveoBoard {
         self.image = Some(image.clone());
         let bdf_dir = self.cfg.sys.join("bus/pci/devices").join(&self.cfg.device);
         self.meter = AlveoSysfs::open(&bdf_dir).ok();
+        if self.meter.is_none() {
+            self.xbutil_w = crate::power::xbutil_power(&self.cfg.device).ok();
+        }
         self.health = Health::Ready;
         Ok(Configured { measured: took, configured_delay: Duration::ZERO })
     }
@@ -126,7 +132,7 @@ impl Backend for AlveoBoard {
     }
 
     fn power(&self) -> Power {
-        match self.meter.as_ref().and_then(|m| m.watts().ok()) {
+        match self.meter.as_ref().and_then(|m| m.watts().ok()).or(self.xbutil_w) {
             Some(w) => Power { watts: w, measured: true },
             None => Power { watts: self.spec.idle_power_w, measured: false },
         }
