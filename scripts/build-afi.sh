@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns an xclbin built for the AWS F1 shell (scripts/build-xclbin.sh --platform $AWS_PLATFORM) into
 # an Amazon FPGA Image with the aws-fpga repository's create_vitis_afi.sh, waits until AWS reports
-# it available, and records it as bitstreams/f1/<kernel>.{awsxclbin,toml,ids}.
+# it available, and records it as bitstreams/f1/<kernel>.{awsxclbin,toml,ids} (the manifest's
+# `agfi` is what `spork run --board f1` loads).
 # Needs the aws-fpga repo set up for Vitis (source $AWS_FPGA_REPO_DIR/vitis_setup.sh), the AWS CLI
 # with credentials allowed to create FPGA images, and an S3 bucket. See scripts/README.md.
 set -euo pipefail
@@ -211,8 +212,7 @@ fi
 manifest="$f1_dir/$kernel.toml"
 {
     echo "# Written by scripts/build-afi.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ) from $xclbin_name."
-    echo "# afi = $(toml_str "$afi")"
-    echo "# agfi = $(toml_str "$agfi")"
+    echo "# AFI $afi (the regional id; bitstreams/f1/$kernel.ids holds both)."
     echo "name = $(toml_str "$kernel")"
     echo 'role = "kernel"'
     echo 'target = "f1"'
@@ -222,6 +222,8 @@ manifest="$f1_dir/$kernel.toml"
     echo 'clock_note = "requested kernel clock; see the v++ timing summary for the achieved clock"'
     echo 'items_per_cycle = 1.0'
     echo "item = $(toml_str "$item")"
+    # The global id is what an F1 instance loads (fpga-load-local-image, `spork run --board f1`).
+    echo "agfi = $(toml_str "$agfi")"
     echo
     if [[ -n $beside ]]; then
         sed -n '/^\[resources\]$/,$p' "$beside"
