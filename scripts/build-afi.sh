@@ -217,6 +217,7 @@ manifest="$f1_dir/$kernel.toml"
     echo 'role = "kernel"'
     echo 'target = "f1"'
     echo "file = $(toml_str "$kernel.awsxclbin")"
+    echo "source = $(toml_str "../sim/$kernel.v")"
     echo "source_sha256 = $(toml_str "$source_sha")"
     echo "clock_mhz = $clock"
     echo 'clock_note = "requested kernel clock; see the v++ timing summary for the achieved clock"'

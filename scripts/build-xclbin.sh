@@ -184,6 +184,7 @@ else
         echo 'role = "kernel"'
         echo 'target = "alveo"'
         echo "file = $(toml_str "$xclbin")"
+        echo "source = $(toml_str "../sim/$kernel.v")"
         echo "source_sha256 = $(toml_str "$sha")"
         echo "clock_mhz = $clock.0"
         echo 'clock_note = "requested kernel clock; see the v++ timing summary for the achieved clock"'

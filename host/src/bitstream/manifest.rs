@@ -116,7 +116,11 @@ pub struct Manifest {
     pub target: Target,
     /// The source or image file, relative to the manifest.
     pub file: String,
-    /// SHA-256 of `file` when the resources were taken.
+    /// The source the image was built from, relative to the manifest, when it is not `file` itself
+    /// (an xclbin's Verilog).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// SHA-256 of the source (`source`, else `file`) when the image and resources were made.
     pub source_sha256: String,
     /// Clock in MHz used to turn cycles into device time.
     pub clock_mhz: f64,
@@ -169,9 +173,10 @@ impl Manifest {
         paths.into_iter().map(|p| Manifest::load(&p).map(|m| (p, m))).collect()
     }
 
-    /// Whether the source file beside `manifest_path` still has the recorded hash.
+    /// Whether the source (relative to `manifest_path`) still has the recorded hash.
     pub fn source_is_current(&self, manifest_path: &Path) -> Result<bool, InputError> {
-        let src = manifest_path.with_file_name(&self.file);
+        let rel = self.source.as_deref().unwrap_or(&self.file);
+        let src = manifest_path.parent().unwrap_or(Path::new(".")).join(rel);
         let bytes =
             std::fs::read(&src).map_err(|source| InputError::Io { action: "read", path: src, source })?;
         Ok(sha256_hex(&bytes) == self.source_sha256)

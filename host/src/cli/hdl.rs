@@ -158,6 +158,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             role: if name == "dispatch" { Role::Dispatch } else { Role::Kernel },
             target: Target::Sim,
             file: format!("{name}.v"),
+            source: None,
             source_sha256: bitstream::sha256_hex(&source),
             clock_mhz,
             clock_note: "nominal: yosys reports no timing; a vendor flow records its achieved clock".into(),

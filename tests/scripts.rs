@@ -1,0 +1,96 @@
+//! The board build flow, as far as it can run here: the scripts are shellcheck-clean and their
+//! `--dry-run` prints the Vivado, v++ and AFI commands; the Vitis stream wrappers lint clean under
+//! Verilator with their kernels and pass the Icarus Verilog smoke test against reference models.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("repo root")
+}
+
+fn run(cmd: &mut Command) -> (bool, String) {
+    let o = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e} (.ci/run installs it)"));
+    (
+        o.status.success(),
+        format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+    )
+}
+
+#[test]
+fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
+    let r = root();
+    let (ok, out) = run(Command::new("shellcheck")
+        .arg(r.join("scripts/build-xclbin.sh"))
+        .arg(r.join("scripts/build-afi.sh")));
+    assert!(ok, "{out}");
+    let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
+        "--kernel",
+        "dense",
+        "--platform",
+        "xilinx_u250_gen3x16_xdma_4_1_202210_1",
+        "--dry-run",
+    ]));
+    assert!(ok, "{out}");
+    for needle in [
+        "vivado -mode batch",
+        "package_kernel.tcl",
+        "v++ -c",
+        "-k mm2s",
+        "-k s2mm",
+        "v++ -l",
+        "dense_axis",
+        "dense.hw.xclbin",
+    ] {
+        assert!(out.contains(needle), "missing {needle}:\n{out}");
+    }
+    let (ok, out) = run(Command::new(r.join("scripts/build-afi.sh")).args([
+        "--xclbin",
+        "build/vitis/sobel.hw/sobel.hw.xclbin",
+        "--bucket",
+        "b",
+        "--dry-run",
+    ]));
+    assert!(ok, "{out}");
+    assert!(out.contains("create_vitis_afi.sh") && out.contains("describe-fpga-images"), "{out}");
+    let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
+        "--kernel",
+        "fft",
+        "--platform",
+        "p",
+        "--dry-run",
+    ]));
+    assert!(!ok && out.contains("fft"), "a bad kernel is refused: {out}");
+}
+
+#[test]
+fn stream_wrappers_lint_clean_and_pass_the_smoke_test() {
+    let r = root();
+    for k in ["sobel", "bloom", "dense"] {
+        let (ok, out) = run(Command::new("verilator")
+            .args(["--lint-only", "-Wall"])
+            .arg(r.join("bitstreams/sim/lint.vlt"))
+            .arg(r.join("scripts/vitis/lint.vlt"))
+            .arg(r.join(format!("bitstreams/sim/{k}.v")))
+            .arg(r.join(format!("scripts/vitis/{k}_axis.v")))
+            .args(["--top-module", &format!("{k}_axis")]));
+        assert!(ok && out.trim().is_empty(), "{k}_axis: {out}");
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let exe = tmp.path().join("axis_tb");
+    let mut c = Command::new("iverilog");
+    c.args(["-g2005", "-o"]).arg(&exe);
+    for k in ["sobel", "bloom", "dense"] {
+        c.arg(r.join(format!("bitstreams/sim/{k}.v")));
+    }
+    for k in ["sobel", "bloom", "dense"] {
+        c.arg(r.join(format!("scripts/vitis/{k}_axis.v")));
+    }
+    c.arg(r.join("scripts/vitis/axis_tb.v"));
+    let (ok, out) = run(&mut c);
+    assert!(ok, "{out}");
+    let (ok, out) = run(Command::new("vvp").arg("-n").arg(&exe));
+    assert!(ok, "{out}");
+    assert_eq!(out.matches("PASS").count(), 3, "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
