@@ -274,3 +274,33 @@ fn run_rejects_bad_options_with_the_fix() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn record_load_writes_the_measured_reconfiguration_into_the_manifest() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sim = tmp.path().join("sim");
+    std::fs::create_dir_all(&sim).expect("mkdir");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bitstreams/sim");
+    for f in ["sobel.toml", "sobel.v"] {
+        std::fs::copy(src.join(f), sim.join(f)).expect("copy");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args([
+            "run",
+            "--scheduler",
+            "spork-e",
+            "--duration",
+            "3s",
+            "--rate",
+            "250",
+            "--fpga-spinup",
+            "300ms",
+        ])
+        .args(["--record-load", "--json"])
+        .env("SPORK_BITSTREAMS", tmp.path())
+        .output()
+        .expect("spork runs");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m = std::fs::read_to_string(sim.join("sobel.toml")).expect("manifest");
+    assert!(m.contains("[measured]") && m.contains("load_s = ") && m.contains("spork run"), "{m}");
+}

@@ -2,8 +2,11 @@
 //! opened at run time (the SDK is not packaged by distributions, so the build never needs it): load
 //! an AFI into a slot (timed), clear a slot, describe a slot. The image-info struct differs between SDK
 //! releases, so it is passed as an opaque, zeroed, generously sized buffer and only its leading
-//! `status` field is read. F1 power comes from the SDK's metrics as whole watts updated once a minute;
-//! reading it needs the release's metrics layout and is not done here (reports say power is modelled).
+//! fields this module knows the offsets of are read: `status`, and with metrics requested the power
+//! figures (whole watts, updated once a minute by the card's microcontroller), at the offsets of the
+//! current SDK layout (`fpga_common.h` with `power_mean`, `power_max`, `power` after the clock metrics:
+//! packed structs, so the offsets are exact); a value beyond any F1's draw means another layout, and is
+//! reported as such instead of being used.
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::path::Path;
@@ -51,6 +54,37 @@ type DescribeFn = unsafe extern "C" fn(c_int, *mut u8, u32) -> c_int;
 
 /// Bytes reserved for `struct fpga_mgmt_image_info` (a few hundred bytes in every SDK release).
 const INFO_BYTES: usize = 64 * 1024;
+/// `FPGA_CMD_GET_HW_METRICS`.
+const GET_HW_METRICS: u32 = 1 << 1;
+/// Offsets in `fpga_mgmt_image_info`: 3 ints, `fpga_meta_ids` (72 bytes), `fpga_slot_spec` (2 x 58),
+/// `sh_version`, then `fpga_metrics_common`, whose power fields follow 344 bytes of counters.
+const METRICS_AT: usize = 12 + 72 + 116 + 4;
+const POWER_MEAN_AT: usize = METRICS_AT + 344;
+const POWER_NOW_AT: usize = POWER_MEAN_AT + 16;
+/// More than any F1 FPGA draws: a reading beyond it means the SDK's layout differs.
+const MAX_PLAUSIBLE_W: u64 = 1000;
+
+/// Reads a little-endian u64 at `at`.
+fn u64_at(info: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&info[at..at + 8]);
+    u64::from_le_bytes(b)
+}
+
+/// The power figures in a described image-info buffer: (mean, now) in whole watts.
+pub fn power_from_info(info: &[u8]) -> Result<(u64, u64), F1Error> {
+    let (mean, now) = (u64_at(info, POWER_MEAN_AT), u64_at(info, POWER_NOW_AT));
+    if mean > MAX_PLAUSIBLE_W || now > MAX_PLAUSIBLE_W {
+        return Err(F1Error::Call {
+            call: "fpga_mgmt_describe_local_image",
+            code: 0,
+            message: format!(
+                "power reads {mean} W mean / {now} W now: this SDK's metrics layout differs from the one spork knows"
+            ),
+        });
+    }
+    Ok((mean, now))
+}
 
 /// The opened management library.
 pub struct FpgaMgmt {
@@ -154,6 +188,17 @@ impl FpgaMgmt {
     }
 }
 
+impl FpgaMgmt {
+    /// The slot's power in whole watts (mean, latest), updated once a minute by the card.
+    pub fn power(&self, slot: u32) -> Result<(u64, u64), F1Error> {
+        let mut info = vec![0u8; INFO_BYTES];
+        // SAFETY: `info` is larger than the struct; flags ask for the hardware metrics.
+        let rc = unsafe { (self.describe)(slot as c_int, info.as_mut_ptr(), GET_HW_METRICS) };
+        self.check("fpga_mgmt_describe_local_image", rc)?;
+        power_from_info(&info)
+    }
+}
+
 impl Drop for FpgaMgmt {
     fn drop(&mut self) {
         // SAFETY: closes what `open` initialised.
@@ -170,6 +215,16 @@ mod tests {
         assert!(check_agfi("agfi-0123456789abcdef0").is_ok());
         assert!(check_agfi("agfi-123").is_err());
         assert!(check_agfi("afi-0123456789abcdef0").is_err());
+    }
+
+    #[test]
+    fn power_is_read_at_the_known_offsets_and_implausible_values_refused() {
+        let mut info = vec![0u8; INFO_BYTES];
+        info[POWER_MEAN_AT..POWER_MEAN_AT + 8].copy_from_slice(&23u64.to_le_bytes());
+        info[POWER_NOW_AT..POWER_NOW_AT + 8].copy_from_slice(&25u64.to_le_bytes());
+        assert_eq!(power_from_info(&info).expect("power"), (23, 25));
+        info[POWER_NOW_AT..POWER_NOW_AT + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(power_from_info(&info).unwrap_err().to_string().contains("layout differs"));
     }
 
     #[test]

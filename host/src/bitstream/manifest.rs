@@ -191,7 +191,7 @@ impl Manifest {
     pub fn to_toml(&self) -> String {
         let body = toml::to_string(self).expect("manifest serialises");
         format!(
-            "# Written by `spork hdl synth`: resources from {}, throughput measured under Verilator.\n{body}",
+            "# Written by spork (`spork hdl synth`, `spork run --record-load`): resources from {}.\n{body}",
             self.resources.tool
         )
     }

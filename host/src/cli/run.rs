@@ -105,6 +105,10 @@ pub struct Args {
     /// The sysfs root for pre-flight checks and power sensors.
     #[arg(long, default_value = "/sys")]
     sys: PathBuf,
+    /// Write the measured reconfiguration latency (median over the run's loads) into the kernel's
+    /// manifest for this board (`[measured]` in bitstreams/<sim|alveo|f1>/<kernel>.toml).
+    #[arg(long)]
+    record_load: bool,
     /// Skip the evaluator's prediction beside each run.
     #[arg(long)]
     no_compare: bool,
@@ -269,6 +273,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             break;
         }
     }
+    if args.record_load {
+        record_load(&args, &runs)?;
+    }
     if args.json {
         let out = Output {
             kernel: args.kernel.to_string(),
@@ -356,6 +363,38 @@ fn f1(_: &Args) -> anyhow::Result<Board> {
     bail!(
         "this spork was built without F1 support\n  fix: rebuild with `--features f1` (and `xrt` for the data path)"
     )
+}
+
+/// Writes the runs' measured reconfiguration latency into the board's manifest of the kernel.
+fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
+    let mut loads: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.reconfig_measured_ms.count > 0)
+        .map(|r| r.reconfig_measured_ms.median)
+        .collect();
+    let count: usize = runs.iter().map(|r| r.reconfig_measured_ms.count).sum();
+    if loads.is_empty() {
+        bail!("--record-load: no FPGA was configured in these runs, so there is no load latency to record");
+    }
+    loads.sort_by(f64::total_cmp);
+    let target = if args.board == "sim" { "sim" } else { args.board.as_str() };
+    let path = bitstream::default_dir().join(target).join(format!("{}.toml", args.kernel.name()));
+    let mut m = Manifest::load(&path)
+        .with_context(|| format!("--record-load needs the manifest {}", path.display()))?;
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    m.measured = Some(spork::bitstream::Measured {
+        load_s: loads[loads.len() / 2] / 1e3,
+        loads: count as u32,
+        machine: format!(
+            "{} ({} cores), spork run, {}",
+            host.trim(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        ),
+    });
+    std::fs::write(&path, m.to_toml()).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("recorded a {:.3} ms load ({count} loads) in {}", loads[loads.len() / 2], path.display());
+    Ok(())
 }
 
 fn table(runs: &[RunReport]) -> Table {

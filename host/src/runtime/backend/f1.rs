@@ -1,7 +1,6 @@
 //! An AWS F1 slot as a worker (feature `f1`): reconfiguration loads the AFI through `libfpga_mgmt`,
 //! timed; jobs run through the Vitis data path over XRT (the slot's `.awsxclbin`, feature `xrt`).
-//! Power: F1 reports whole watts once a minute through the SDK's metrics, whose layout differs between
-//! SDK releases; it is not read here, so reports give modelled power for F1, labelled so.
+//! Power: the SDK's metrics, whole watts updated once a minute (measured, and coarse: say so).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -94,7 +93,10 @@ impl Backend for F1Slot {
     }
 
     fn power(&self) -> Power {
-        Power { watts: self.spec.idle_power_w, measured: false }
+        match self.mgmt.as_ref().and_then(|m| m.power(self.cfg.slot).ok()) {
+            Some((_, now)) => Power { watts: now as f64, measured: true },
+            None => Power { watts: self.spec.idle_power_w, measured: false },
+        }
     }
 
     fn health(&self) -> Health {
