@@ -46,7 +46,9 @@ mod xrt {
             .allowlist_function("xrtRun(Open|SetArg|Start|WaitFor|State|Close)")
             .allowlist_function("xrtBO(Alloc|Free|Write|Read|Sync|Size)")
             .allowlist_type("ert_cmd_state|xclBOSyncDirection")
-            .rustified_enum("ert_cmd_state|xclBOSyncDirection")
+            // What XRT returns is a newtype (any value is sound); what we pass is a Rust enum.
+            .newtype_enum("ert_cmd_state")
+            .rustified_enum("xclBOSyncDirection")
             .layout_tests(false)
             .generate()
             .unwrap_or_else(|e| fail(&format!("bindgen could not read the XRT headers: {e}")));

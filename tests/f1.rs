@@ -46,8 +46,8 @@ fn without_the_sdk_the_slot_fails_to_configure_and_cpus_answer() {
         "300",
         "--fpga-spinup",
         "200ms",
-        "--max-fpga",
-        "1",
+        "--clock-mhz",
+        "250",
         "--json",
     ]);
     assert!(o.status.success(), "{}", text(&o));

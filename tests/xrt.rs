@@ -57,8 +57,8 @@ fn run_args<'a>(xclbin: &'a str, sys: &'a str, extra: &[&'a str]) -> Vec<&'a str
         "300",
         "--fpga-spinup",
         "200ms",
-        "--max-fpga",
-        "1",
+        "--clock-mhz",
+        "250",
         "--json",
     ];
     v.extend_from_slice(extra);
@@ -82,6 +82,14 @@ fn preflight_refuses_before_any_xrt_call() {
         assert!(!o.status.success(), "{args:?}");
         assert!(text(&o).contains(needle) && text(&o).contains("fix"), "{args:?}: {}", text(&o));
     }
+    // A board bound to xocl but no device node beside the sysfs tree.
+    let bare = tmp.path().join("bare/sys/bus/pci/devices/0000:3b:00.1");
+    std::fs::create_dir_all(&bare).expect("mkdir");
+    std::fs::write(bare.join("vendor"), "0x10ee\n").expect("vendor");
+    std::os::unix::fs::symlink("../../drivers/xocl", bare.join("driver")).expect("driver link");
+    let bare_sys = tmp.path().join("bare/sys");
+    let o = spork(&run_args(&good, bare_sys.to_str().expect("utf8"), &[]), true);
+    assert!(text(&o).contains("no XRT device node"), "{}", text(&o));
     let not_xclbin = tmp.path().join("x.xclbin");
     std::fs::write(&not_xclbin, "hello, not an image").expect("write");
     let o = spork(&run_args(not_xclbin.to_str().expect("utf8"), sys, &[]), true);

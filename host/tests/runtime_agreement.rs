@@ -46,6 +46,8 @@ fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
             progress: false,
             sysfs: "/sys".into(),
             board: spork::runtime::Board::Sim,
+            demand: None,
+            headroom: 0,
         };
         let live = run(cfg).expect("runtime");
         let model = Prediction::from_report(&evaluate(&platform, &requests, &plan));

@@ -38,11 +38,13 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
         progress: false,
         sysfs: "/sys".into(),
         board: spork::runtime::Board::Sim,
+        demand: None,
+        headroom: 0,
     }
 }
 
 fn accounted(r: &RunReport) {
-    assert_eq!(r.offered, r.trace_requests.min(r.offered), "{r:?}");
+    assert!(r.offered <= r.trace_requests, "{r:?}");
     assert_eq!(
         r.answered + r.rejected + r.rejected_at_stop,
         r.offered,
@@ -108,4 +110,20 @@ fn brownout_gates_real_optional_work_on_a_capped_pool() {
     assert_eq!(r.optional_offered, r.offered, "every request carried an optional part");
     assert!(r.optional_ratio < 1.0, "the gate skipped some optional work: {r:?}");
     assert!(r.optional_ratio > 0.0, "and ran some: {r:?}");
+}
+
+#[test]
+fn an_fpga_only_scheduler_reruns_a_failed_boards_requests_on_cpus() {
+    // FPGA-dynamic places only on FPGAs; after its board fails, the re-runs go to CPU workers (never
+    // back onto an FPGA with an impossible booking).
+    let mut cfg = config(3.0, 200.0, FaultPlan { fail_configure: vec![1], ..FaultPlan::default() });
+    let plan = Plan::new("fpga-dynamic".parse::<Scheduler>().expect("scheduler"));
+    cfg.demand = Some(std::sync::Arc::new(spork::evaluate::demand(&cfg.platform, &cfg.requests)));
+    cfg.headroom = 1;
+    cfg.plan = plan;
+    let r = run(cfg).expect("runtime");
+    accounted(&r);
+    assert_eq!(r.offered, r.trace_requests);
+    assert_eq!(r.configure_failures, 1, "{:?}", r.faults);
+    assert!(r.energy_j.iter().all(|e| e.is_finite() && *e < 1e6), "sane bookings: {:?}", r.energy_j);
 }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -59,8 +60,12 @@ struct Run {
     bool done = false;
 };
 
-// Runs waiting for their partner: a started mm2s waits for s2mm and the other way round.
+// Runs waiting for their partner: a started mm2s waits for s2mm and the other way round. Workers call
+// in from several threads (a draining board and its successor): every entry point takes this lock,
+// and no C++ exception crosses the C ABI.
 std::map<Device*, Run*> pending_in, pending_out;
+std::mutex lock;
+#define GUARD std::lock_guard<std::mutex> guard(lock)
 
 void close_model(Device* d) {
     if (d->model && d->model->lib) dlclose(d->model->lib);
@@ -178,7 +183,12 @@ void try_stream(Device* d) {
     pending_out.erase(o);
     std::vector<uint64_t> words(in->words);
     std::memcpy(words.data(), in->bo->data.data(), std::min(words.size() * 8, in->bo->data.size()));
-    std::vector<uint64_t> result = process(*d->model, d->kernel, words);
+    std::vector<uint64_t> result;
+    try {
+        result = process(*d->model, d->kernel, words);
+    } catch (...) {
+        result.clear();  // a model without the expected ports: the output stays empty (a failed run)
+    }
     size_t n = std::min<size_t>(result.size(), out->words);
     std::memset(out->bo->data.data(), 0, out->bo->data.size());
     std::memcpy(out->bo->data.data(), result.data(), std::min(n * 8, out->bo->data.size()));
@@ -187,7 +197,11 @@ void try_stream(Device* d) {
 
 bool parse_hex_uuid(const std::string& s, unsigned char* uuid) {
     if (s.size() != 32) return false;
-    for (int i = 0; i < 16; ++i) uuid[i] = (unsigned char)std::stoul(s.substr(2 * i, 2), nullptr, 16);
+    try {
+        for (int i = 0; i < 16; ++i) uuid[i] = (unsigned char)std::stoul(s.substr(2 * i, 2), nullptr, 16);
+    } catch (...) {
+        return false;
+    }
     return true;
 }
 
@@ -196,6 +210,7 @@ bool parse_hex_uuid(const std::string& s, unsigned char* uuid) {
 extern "C" {
 
 void* xrtDeviceOpen(unsigned int index) {
+    GUARD;
     if (index != 0) {
         errno = ENODEV;
         return nullptr;
@@ -204,6 +219,7 @@ void* xrtDeviceOpen(unsigned int index) {
 }
 
 void* xrtDeviceOpenByBDF(const char* bdf) {
+    GUARD;
     if (!bdf || !*bdf) {
         errno = EINVAL;
         return nullptr;
@@ -212,6 +228,7 @@ void* xrtDeviceOpenByBDF(const char* bdf) {
 }
 
 int xrtDeviceClose(void* h) {
+    GUARD;
     auto* d = static_cast<Device*>(h);
     if (!d) return -EINVAL;
     close_model(d);
@@ -220,6 +237,7 @@ int xrtDeviceClose(void* h) {
 }
 
 int xrtDeviceLoadXclbinFile(void* h, const char* path) {
+    GUARD;
     auto* d = static_cast<Device*>(h);
     std::ifstream f(path, std::ios::binary);
     if (!d || !f) return -ENOENT;
@@ -247,6 +265,7 @@ int xrtDeviceLoadXclbinFile(void* h, const char* path) {
 }
 
 int xrtDeviceGetXclbinUUID(void* h, unsigned char* out) {
+    GUARD;
     auto* d = static_cast<Device*>(h);
     if (!d || !d->loaded) return -ENOENT;
     std::memcpy(out, d->uuid, 16);
@@ -254,6 +273,7 @@ int xrtDeviceGetXclbinUUID(void* h, unsigned char* out) {
 }
 
 void* xrtPLKernelOpen(void* h, const unsigned char* uuid, const char* name) {
+    GUARD;
     auto* d = static_cast<Device*>(h);
     std::string n = name ? name : "";
     if (!d || !d->loaded || std::memcmp(uuid, d->uuid, 16) != 0) {
@@ -268,15 +288,18 @@ void* xrtPLKernelOpen(void* h, const unsigned char* uuid, const char* name) {
 }
 
 int xrtKernelClose(void* k) {
+    GUARD;
     delete static_cast<Kernel*>(k);
     return 0;
 }
 
 int xrtKernelArgGroupId(void* k, int argno) {
+    GUARD;
     return (k && argno >= 0) ? 0 : -EINVAL;
 }
 
 void* xrtBOAlloc(void* h, size_t size, uint64_t, uint32_t) {
+    GUARD;
     if (!h) {
         errno = EINVAL;
         return nullptr;
@@ -287,13 +310,18 @@ void* xrtBOAlloc(void* h, size_t size, uint64_t, uint32_t) {
 }
 
 int xrtBOFree(void* b) {
+    GUARD;
     delete static_cast<Bo*>(b);
     return 0;
 }
 
-size_t xrtBOSize(void* b) { return static_cast<Bo*>(b)->data.size(); }
+size_t xrtBOSize(void* b) {
+    GUARD;
+    return static_cast<Bo*>(b)->data.size();
+}
 
 int xrtBOWrite(void* b, const void* src, size_t size, size_t seek) {
+    GUARD;
     auto* bo = static_cast<Bo*>(b);
     if (seek + size > bo->data.size()) return -EINVAL;
     std::memcpy(bo->data.data() + seek, src, size);
@@ -301,6 +329,7 @@ int xrtBOWrite(void* b, const void* src, size_t size, size_t seek) {
 }
 
 int xrtBORead(void* b, void* dst, size_t size, size_t skip) {
+    GUARD;
     auto* bo = static_cast<Bo*>(b);
     if (skip + size > bo->data.size()) return -EINVAL;
     std::memcpy(dst, bo->data.data() + skip, size);
@@ -308,11 +337,13 @@ int xrtBORead(void* b, void* dst, size_t size, size_t skip) {
 }
 
 int xrtBOSync(void* b, int, size_t size, size_t offset) {
+    GUARD;
     auto* bo = static_cast<Bo*>(b);
     return (offset + size <= bo->data.size()) ? 0 : -EINVAL;
 }
 
 void* xrtRunOpen(void* k) {
+    GUARD;
     if (!k) {
         errno = EINVAL;
         return nullptr;
@@ -321,6 +352,7 @@ void* xrtRunOpen(void* k) {
 }
 
 int xrtRunSetArg(void* r, int index, ...) {
+    GUARD;
     auto* run = static_cast<Run*>(r);
     va_list ap;
     va_start(ap, index);
@@ -337,6 +369,7 @@ int xrtRunSetArg(void* r, int index, ...) {
 }
 
 int xrtRunStart(void* r) {
+    GUARD;
     auto* run = static_cast<Run*>(r);
     if (!run->bo) return -EINVAL;
     run->started = true;
@@ -349,16 +382,19 @@ int xrtRunStart(void* r) {
 }
 
 int xrtRunState(void* r) {
+    GUARD;
     auto* run = static_cast<Run*>(r);
     return run->done ? 4 : (run->started ? 3 : 1);
 }
 
 int xrtRunWaitFor(void* r, unsigned int) {
+    GUARD;
     auto* run = static_cast<Run*>(r);
     return run->done ? 4 /* COMPLETED */ : 8 /* TIMEOUT */;
 }
 
 int xrtRunClose(void* r) {
+    GUARD;
     auto* run = static_cast<Run*>(r);
     for (auto* m : {&pending_in, &pending_out}) {
         for (auto it = m->begin(); it != m->end();) {

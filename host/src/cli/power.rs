@@ -16,6 +16,9 @@ pub struct Args {
 
 /// Runs `spork power`.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.over == 0 {
+        anyhow::bail!("--over must be above 0 (e.g. 1s)");
+    }
     let mut meters = spork::power::detect(&args.sys);
     if meters.is_empty() {
         println!(

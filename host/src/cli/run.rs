@@ -82,8 +82,9 @@ pub struct Args {
     /// past the kernel timeout (repeatable).
     #[arg(long, value_name = "FAULT")]
     inject_fault: Vec<String>,
-    /// FPGA workers: `sim` (the simulated board) or `alveo` (a real board over XRT; needs the `xrt`
-    /// feature, --xclbin and --device).
+    /// FPGA workers: `sim` (the simulated board), `alveo` (a real board over XRT; feature `xrt`,
+    /// --xclbin and --device) or `f1` (an AWS F1 slot; feature `f1`, --slot and --agfi). A real
+    /// board or slot holds one FPGA worker at a time.
     #[arg(long, default_value = "sim")]
     board: String,
     /// Alveo: the xclbin with the kernel and the mm2s/s2mm data movers (scripts/build-xclbin.sh).
@@ -154,7 +155,18 @@ fn faults(specs: &[String], timeout: Duration) -> anyhow::Result<FaultPlan> {
 fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
     if let Some(path) = &args.trace {
         let t = file::read(path)?;
-        return Ok((t.requests().collect(), t.duration));
+        let secs = to_secs(t.duration);
+        if secs > 3600.0 {
+            bail!(
+                "{} lasts {secs:.0} s: a live run replays in real time; cut it to at most 1 h",
+                path.display()
+            );
+        }
+        let reqs: Vec<Request> = t.requests().collect();
+        if reqs.is_empty() {
+            bail!("{} yields no requests: nothing to run", path.display());
+        }
+        return Ok((reqs, t.duration));
     }
     if !(args.rate.is_finite() && args.rate > 0.0) {
         bail!("--rate {} must be a positive number of requests per second", args.rate);
@@ -193,16 +205,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // Table 6's 10 s reconfiguration would take a third of a short demo; its 1 s alternative fits.
         platform.fpga.spin_up = from_secs(1.0);
     }
-    let manifest_path = bitstream::default_dir().join("sim").join(format!("{}.toml", args.kernel.name()));
-    let manifest = Manifest::load(&manifest_path)
-        .with_context(|| format!("the {} kernel's manifest (run `spork hdl synth`)", args.kernel))?;
-    let clock_mhz = args.clock_mhz.unwrap_or(manifest.clock_mhz);
+    if args.kernel_timeout == 0 {
+        bail!("--kernel-timeout must be above 0 (e.g. 10s)");
+    }
+    // The board first: its pre-flight errors are what a user must fix before anything else.
+    let board = board(&args)?;
+    // The board's own manifest: its clock and items per cycle make the measured speedup.
+    let target = if args.board == "sim" { "sim" } else { args.board.as_str() };
+    let manifest_path = bitstream::default_dir().join(target).join(format!("{}.toml", args.kernel.name()));
+    let (manifest_clock, items_per_cycle) = match Manifest::load(&manifest_path) {
+        Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
+        Err(_) if args.clock_mhz.is_some() && target != "sim" => (None, 1.0),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "the {} kernel's manifest for the {target} board ({}; `spork hdl synth` for sim, \
+                     scripts/build-xclbin.sh for alveo; or give --clock-mhz)",
+                    args.kernel,
+                    manifest_path.display()
+                )
+            });
+        }
+    };
+    let clock_mhz = args.clock_mhz.or(manifest_clock).unwrap_or(250.0);
     if !(clock_mhz.is_finite() && clock_mhz > 0.0) {
         bail!("--clock-mhz {clock_mhz} must be a positive frequency");
     }
     let image = Arc::new(KernelImage::new(args.kernel, args.seed));
     let items_per_sec = image.calibrate(200_000);
-    let device_items_per_sec = clock_mhz * 1e6 * manifest.items_per_cycle;
+    let device_items_per_sec = clock_mhz * 1e6 * items_per_cycle;
     platform.fpga.speedup = device_items_per_sec / items_per_sec;
     platform.validate().context("the measured platform is not valid")?;
     let (reqs, horizon) = requests(&args)?;
@@ -214,7 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.kernel,
             items_per_sec,
             clock_mhz,
-            manifest.items_per_cycle,
+            items_per_cycle,
             device_items_per_sec,
             platform.fpga.speedup,
             reqs.len(),
@@ -228,11 +259,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !args.brownout_setpoint.is_finite() || args.brownout_setpoint <= 0.0 || args.brownout_period == 0 {
         bail!("--brownout-setpoint and --brownout-period must be above 0");
     }
-    let board = board(&args)?;
+    // One physical board or slot: at most one FPGA worker on it at a time.
+    let max_fpga =
+        if matches!(board, Board::Sim) { args.max_fpga } else { Some(args.max_fpga.unwrap_or(1).min(1)) };
     let stop = Arc::new(AtomicBool::new(false));
     let mut plans = Vec::new();
     for s in schedulers {
-        let plan = Plan { max_workers: [args.max_cpu, args.max_fpga], ..Plan::new(s) };
+        let plan = Plan { max_workers: [args.max_cpu, max_fpga], ..Plan::new(s) };
         plans.push(plan);
         if let Some(controller) = args.brownout {
             let setup =
@@ -247,7 +280,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 plan.brownout.map_or(String::new(), |b| format!(" with brownout ({})", b.controller.name()));
             eprintln!("running {}{with} live ...", plan.scheduler);
         }
+        // Oracle schedulers get the trace's demand, and FPGA-static/-dynamic the headroom the
+        // evaluator's search finds for it, exactly as in `spork simulate`.
+        let predicted = evaluate(&platform, &reqs, &plan);
+        let demand =
+            plan.scheduler.needs_demand().then(|| Arc::new(spork::evaluate::demand(&platform, &reqs)));
         let cfg = RunConfig {
+            demand,
+            headroom: predicted.headroom.unwrap_or(0),
             platform,
             plan,
             image: image.clone(),
@@ -266,7 +306,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         };
         let mut report = spork::runtime::run(cfg).context("starting the runtime")?;
         if !args.no_compare {
-            report.evaluator = Prediction::from_report(&evaluate(&platform, &reqs, &plan));
+            report.evaluator = Prediction::from_report(&predicted);
         }
         runs.push(report);
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -367,12 +407,8 @@ fn f1(_: &Args) -> anyhow::Result<Board> {
 
 /// Writes the runs' measured reconfiguration latency into the board's manifest of the kernel.
 fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
-    let mut loads: Vec<f64> = runs
-        .iter()
-        .filter(|r| r.reconfig_measured_ms.count > 0)
-        .map(|r| r.reconfig_measured_ms.median)
-        .collect();
-    let count: usize = runs.iter().map(|r| r.reconfig_measured_ms.count).sum();
+    let mut loads: Vec<f64> = runs.iter().flat_map(|r| r.reconfig_loads_ms.iter().copied()).collect();
+    let count = loads.len();
     if loads.is_empty() {
         bail!("--record-load: no FPGA was configured in these runs, so there is no load latency to record");
     }
@@ -436,6 +472,12 @@ fn table(runs: &[RunReport]) -> Table {
         format!("{:.0} / {:.0}", r.energy_j[0], r.energy_j[1])
     }));
     t.add_row(row("cost ($)", &|r| format!("{:.5}", r.cost[0] + r.cost[1])));
+    if runs.iter().any(|r| r.board_power_w.iter().any(Option::is_some)) {
+        t.add_row(row("backend power, measured (W) CPU / FPGA", &|r| {
+            let f = |p: Option<f64>| p.map_or("-".into(), |w| format!("{w:.1}"));
+            format!("{} / {}", f(r.board_power_w[0]), f(r.board_power_w[1]))
+        }));
+    }
     t.add_row(row("faults (config, timeout, kernel, mismatch)", &|r| {
         format!("{}, {}, {}, {}", r.configure_failures, r.kernel_timeouts, r.kernel_errors, r.mismatches)
     }));

@@ -133,6 +133,8 @@ pub struct Engine<'a, P: Probe> {
     brownout: Option<Driver>,
     stop_at_miss: bool,
     actions: Option<Vec<Action>>,
+    /// Efficient-first over CPUs only: where requests go after their FPGA failed.
+    rescue: Dispatcher,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
@@ -169,6 +171,8 @@ impl<'a, P: Probe> Engine<'a, P> {
             brownout: None,
             stop_at_miss: false,
             actions: None,
+            rescue: crate::policy::DispatcherKind::EfficientFirst
+                .build(Fleet::CPU_ONLY, platform.fpga.spin_up),
         }
     }
 
@@ -344,11 +348,19 @@ impl<'a, P: Probe> Engine<'a, P> {
         self.on_arrival(r)
     }
 
-    /// Places `r` again at `now` after its worker failed, on CPUs only (its FPGA service is made
-    /// infeasible), keeping its original `deadline`. Its optional part runs if `r.optional > 0`.
+    /// Places `r` again at `now` after its worker failed, on CPUs only (whatever the scheduler's
+    /// fleet: CPUs are the fallback), keeping its original `deadline`. Its optional part runs if
+    /// `r.optional > 0`. A CPU cap with no CPU at all rejects it.
     pub fn redispatch_on_cpu(&mut self, r: Request, now: Time, deadline: Time) -> Arrival {
         let r = Request { arrival: now.max(r.arrival), ..r };
         self.place(r, deadline, false)
+    }
+
+    /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
+    /// the interval's work that the allocator reads is corrected by the difference.
+    pub fn observe_service(&mut self, kind: Kind, estimated: Time, actual: Time) {
+        let w = &mut self.work[kind.index()];
+        *w = (*w + actual).saturating_sub(estimated);
     }
 
     /// Takes a worker that failed (a board that did not configure) out of service now.
@@ -563,14 +575,19 @@ impl<'a, P: Probe> Engine<'a, P> {
         let now = r.arrival;
         let optional = r.optional > 0;
         let work = r.size + r.optional;
-        let fpga_service = if fpga { self.platform.fpga.service(work) } else { Time::MAX / 4 };
-        let job = Job { deadline, service: [self.platform.cpu.service(work), fpga_service] };
-        let id = match self.dispatcher.place(&self.pool, &job, now) {
+        let job =
+            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] };
+        let (placement, fleet) = if fpga {
+            (self.dispatcher.place(&self.pool, &job, now), self.fleet)
+        } else {
+            (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
+        };
+        let id = match placement {
             Placement::Assign(id) => id,
             Placement::SpinUp(kind) if !self.at_cap(kind) => self.spin_up(kind, now),
             Placement::SpinUp(_) => {
                 self.capped += 1;
-                match crate::policy::dispatch::when_capped(&self.pool, self.fleet, now) {
+                match crate::policy::dispatch::when_capped(&self.pool, fleet, now) {
                     Some(w) => w,
                     None => {
                         self.rejected += 1;

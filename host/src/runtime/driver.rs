@@ -75,6 +75,11 @@ pub struct RunConfig {
     pub sysfs: std::path::PathBuf,
     /// The FPGA workers' backend.
     pub board: Board,
+    /// The trace's per-interval demand, for schedulers that are given the oracle (FPGA-static,
+    /// FPGA-dynamic, MArk-ideal, the ideal Spork variants).
+    pub demand: Option<std::sync::Arc<crate::policy::Demand>>,
+    /// Headroom for FPGA-static and FPGA-dynamic (the evaluator's search finds it).
+    pub headroom: u32,
 }
 
 /// A request in flight.
@@ -84,6 +89,7 @@ struct Outstanding {
     work: Arc<Work>,
     optional: bool,
     slot: WorkerId,
+    generation: u64,
     kind: Kind,
     started: Option<Time>,
 }
@@ -140,6 +146,8 @@ struct Ctx<'c> {
     events_tx: UnboundedSender<Event>,
     live: HashMap<WorkerId, Live>,
     retired: Vec<Worker>,
+    /// Workers failed while possibly stuck in a kernel: not waited for at the end.
+    abandoned: Vec<Worker>,
     outstanding: HashMap<u64, Outstanding>,
     st: RunStats,
     actions: Vec<Action>,
@@ -220,6 +228,7 @@ impl Ctx<'_> {
         match arrival {
             Arrival::Assigned { worker, kind, deadline, optional, .. } => {
                 o.slot = worker;
+                o.generation = self.live.get(&worker).map_or(0, |l| l.generation);
                 o.kind = kind;
                 o.deadline = deadline;
                 o.optional = optional;
@@ -254,12 +263,29 @@ impl Ctx<'_> {
         self.place(engine, arrival, id, Outstanding { started: None, ..o }, now);
     }
 
-    fn fail_board(&mut self, engine: &mut Engine<'_, ()>, slot: WorkerId, now: Time) {
-        if let Some(l) = self.live.get(&slot) {
+    /// Takes a failed board out of service: the pool releases it, its thread is abandoned (it may be
+    /// stuck in a kernel), and every request still queued on it is re-run on a CPU.
+    fn fail_board(&mut self, engine: &mut Engine<'_, ()>, slot: WorkerId, generation: u64, now: Time) {
+        if self.live.get(&slot).is_none_or(|l| l.generation != generation) {
+            return; // already replaced
+        }
+        if let Some(l) = self.live.remove(&slot) {
             l.worker.cancel();
+            self.abandoned.push(l.worker);
         }
         engine.fail_worker(slot, now);
         self.apply(engine);
+        let stranded: Vec<u64> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| o.slot == slot && o.generation == generation)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in stranded {
+            if let Some(o) = self.outstanding.remove(&id) {
+                self.redispatch(engine, id, o, now);
+            }
+        }
     }
 
     fn on_event(&mut self, engine: &mut Engine<'_, ()>, e: Event, now: Time) {
@@ -273,13 +299,12 @@ impl Ctx<'_> {
             Event::ConfigureFailed { slot, generation, error } => {
                 self.st.configure_failures += 1;
                 self.st.faults.push(format!("worker slot {}: {error}", slot.0));
-                if self.live.get(&slot).is_some_and(|l| l.generation == generation) {
-                    engine.fail_worker(slot, now);
-                    self.apply(engine);
-                }
+                self.fail_board(engine, slot, generation, now);
             }
-            Event::Started { id, at } => {
-                if let Some(o) = self.outstanding.get_mut(&id) {
+            Event::Started { id, slot, generation, at } => {
+                if let Some(o) =
+                    self.outstanding.get_mut(&id).filter(|o| o.slot == slot && o.generation == generation)
+                {
                     o.started = Some(at);
                 }
             }
@@ -289,17 +314,18 @@ impl Ctx<'_> {
 
     fn on_done(&mut self, engine: &mut Engine<'_, ()>, d: Done, now: Time) {
         // A result for a request already answered or moved elsewhere is dropped: never answer twice.
-        let current = self.outstanding.get(&d.id).is_some_and(|o| o.slot == d.slot && o.kind == d.kind);
+        let current = self
+            .outstanding
+            .get(&d.id)
+            .is_some_and(|o| o.slot == d.slot && o.generation == d.generation && o.kind == d.kind);
         if !current {
             self.st.late_discarded += 1;
             return;
         }
         let Some(o) = self.outstanding.remove(&d.id) else { return };
         match d.result {
-            Ok(Some(output)) => {
-                if d.kind == Kind::Fpga
-                    && self.cfg.image.answer(&o.work, o.optional).ok().as_ref() != Some(&output)
-                {
+            Ok(Some(_)) => {
+                if d.mismatch {
                     self.st.mismatches += 1;
                     self.st
                         .faults
@@ -307,14 +333,20 @@ impl Ctx<'_> {
                     self.redispatch(engine, d.id, o, now);
                     return;
                 }
-                let finish = match d.device {
+                let (finish, took) = match d.device {
                     Some((s, f, cycles)) => {
                         self.st.device_cycles += cycles;
                         self.st.record_lag(d.wall.1.saturating_sub(f), d.wall.1 - d.wall.0, f - s);
-                        f
+                        (f, f - s)
                     }
-                    None => d.wall.1,
+                    None => (d.wall.1, d.wall.1 - d.wall.0),
                 };
+                // Live telemetry: the allocator's interval work counts what the job really took.
+                let work = o.request.size + if o.optional { o.request.optional } else { 0 };
+                engine.observe_service(d.kind, self.platform.spec(d.kind).service(work), took);
+                if d.power.measured {
+                    self.st.record_power(d.kind, d.power.watts);
+                }
                 self.st.record_answer(d.kind, finish.saturating_sub(o.request.arrival), finish > o.deadline);
             }
             Ok(None) => {
@@ -325,7 +357,7 @@ impl Ctx<'_> {
                 self.st.kernel_errors += 1;
                 self.st.faults.push(format!("request {} on {}: {e}", d.id, d.kind.name()));
                 if d.kind == Kind::Fpga {
-                    self.fail_board(engine, d.slot, now);
+                    self.fail_board(engine, d.slot, d.generation, now);
                     self.redispatch(engine, d.id, o, now);
                 } else {
                     // The reference itself failed on this input: no worker can answer it.
@@ -340,7 +372,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
     let platform = cfg.platform;
     let plan = cfg.plan;
     let dispatcher = plan.dispatcher.unwrap_or(plan.scheduler.default_dispatcher());
-    let mut allocator = plan.scheduler.allocator(&platform, None, 0);
+    let mut allocator = plan.scheduler.allocator(&platform, cfg.demand.as_ref(), cfg.headroom);
     let mut engine = Engine::new(
         &platform,
         allocator.as_mut(),
@@ -367,6 +399,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
         events_tx,
         live: HashMap::new(),
         retired: Vec::new(),
+        abandoned: Vec::new(),
         outstanding: HashMap::new(),
         st: RunStats::new(cfg.requests.len() as u64),
         actions: Vec::new(),
@@ -380,14 +413,26 @@ async fn drive(cfg: RunConfig) -> RunReport {
     let mut stopped_at: Option<Time> = None;
     let progress = super::report::Progress::new(cfg.progress, cfg.requests.len() as u64);
 
+    // One SIGINT stream for the whole run (a signal between polls is not lost): the first stops the
+    // run, a second ends the grace period at once.
+    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut interrupts = 0u32;
+    let mut next_meter_read = clock.now() + 1_000_000_000;
     engine.begin();
     loop {
         cx.apply(&mut engine);
         if trace_over && cx.outstanding.is_empty() {
             break;
         }
+        if clock.now() >= next_meter_read {
+            // Sampled every second: RAPL wraps and Alveo power integrate over short spans.
+            for m in &mut meters {
+                let _ = m.energy_j();
+            }
+            next_meter_read = clock.now() + 1_000_000_000;
+        }
         if let Some(t) = stopped_at
-            && clock.now() >= t + cfg.grace.as_nanos() as Time
+            && (clock.now() >= t + cfg.grace.as_nanos() as Time || interrupts > 1)
         {
             // Out of grace: everything still in flight is rejected, explicitly and counted.
             cx.st.rejected_at_stop += cx.outstanding.len() as u64;
@@ -414,7 +459,13 @@ async fn drive(cfg: RunConfig) -> RunReport {
                 message = Some(Ok(m.unwrap_or(Arrive::End)));
             }
             Some(e) = events.recv() => { message = Some(Err(e)); }
-            _ = tokio::signal::ctrl_c() => {
+            Some(()) = async {
+                match sigint.as_mut() {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                interrupts += 1;
                 cfg.stop.store(true, Ordering::Relaxed);
             }
         }
@@ -422,6 +473,13 @@ async fn drive(cfg: RunConfig) -> RunReport {
             stopped_at = Some(clock.now());
             cx.st.stopped = true;
             trace_over = true;
+            // Requests the load generator already handed over are rejected explicitly, not dropped.
+            while let Ok(m) = arrivals.try_recv() {
+                if let Arrive::Request(..) = m {
+                    cx.st.offered += 1;
+                    cx.st.rejected_at_stop += 1;
+                }
+            }
         }
         let now = clock.now();
         // Ticks and timers due by now, in time order.
@@ -464,6 +522,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
                     work: payload,
                     optional: false,
                     slot: WorkerId(0),
+                    generation: 0,
                     kind: Kind::Cpu,
                     started: None,
                 };
@@ -494,7 +553,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
                 "request {id}: the board kernel ran past the {:?} timeout",
                 cfg.kernel_timeout
             ));
-            cx.fail_board(&mut engine, o.slot, now);
+            cx.fail_board(&mut engine, o.slot, o.generation, now);
             cx.redispatch(&mut engine, id, o, now);
         }
         progress.update(&cx.st, now, cx.outstanding.len());
@@ -509,10 +568,14 @@ async fn drive(cfg: RunConfig) -> RunReport {
     engine.fire_timers(Time::MAX);
     cx.apply(&mut engine);
     let end = clock.now();
-    let Ctx { mut live, mut retired, st, events_tx, .. } = cx;
+    let Ctx { mut live, mut retired, abandoned, st, events_tx, .. } = cx;
     retired.extend(live.drain().map(|(_, l)| l.worker));
     for w in retired {
         w.join();
+    }
+    // Failed boards may be stuck in a kernel: not waited for.
+    for w in abandoned {
+        w.detach();
     }
     drop(events_tx);
     let (outcome, ()) = engine.finish(cfg.horizon, tick_index, false);

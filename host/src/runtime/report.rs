@@ -65,6 +65,8 @@ pub struct RunStats {
     pub lag_us: Histogram<u64>,
     /// The latest board result's lag (ns), exactly.
     pub max_lag: Time,
+    /// Power the backends measured after their jobs (W), per type: sum and count.
+    pub measured_power: [(f64, u64); 2],
     /// Requests dispatched with an optional part.
     pub optional_offered: u64,
     /// Those whose optional part the gate let run.
@@ -100,6 +102,7 @@ impl RunStats {
             verilator_ns: 0,
             lag_us: super::driver::histogram(),
             max_lag: 0,
+            measured_power: [(0.0, 0); 2],
             optional_offered: 0,
             optional_served: 0,
         }
@@ -123,6 +126,12 @@ impl RunStats {
         self.answered[kind.index()] += 1;
         self.misses += u64::from(missed);
         self.latency_us.saturating_record((latency / 1_000).max(1));
+    }
+
+    pub(crate) fn record_power(&mut self, kind: Kind, watts: f64) {
+        let p = &mut self.measured_power[kind.index()];
+        p.0 += watts;
+        p.1 += 1;
     }
 
     pub(crate) fn record_lag(&mut self, lag: Time, verilator: Time, device: Time) {
@@ -208,6 +217,8 @@ pub struct RunReport {
     pub miss_share: f64,
     /// FPGA reconfigurations: measured part (model load, instantiate, state load), ms.
     pub reconfig_measured_ms: Spread,
+    /// Every measured reconfiguration, ms.
+    pub reconfig_loads_ms: Vec<f64>,
     /// The configured reconfiguration delay on top, s.
     pub reconfig_configured_s: f64,
     /// FPGA spin-ups the policy made.
@@ -237,6 +248,10 @@ pub struct RunReport {
     pub energy_j: [f64; 2],
     /// Where `energy_j` comes from.
     pub energy_source: String,
+    /// Mean power the backends measured after their jobs, per type [CPU, FPGA] (Alveo sysfs or
+    /// xbutil; F1: the SDK's whole watts, updated once a minute); `None` where no sensor backs a
+    /// backend (then only the model above applies).
+    pub board_power_w: [Option<f64>; 2],
     /// Power sensors found on this machine and their energy over the run (whole-machine or whole-board
     /// figures, beside the per-type model).
     pub meters: Vec<MeterReading>,
@@ -340,6 +355,11 @@ impl RunReport {
             deadline_misses: st.misses,
             miss_share: st.misses as f64 / answered.max(1) as f64,
             reconfig_measured_ms: Spread::of(&st.reconfig_ms),
+            reconfig_loads_ms: st.reconfig_ms.clone(),
+            board_power_w: [0, 1].map(|k| {
+                let (sum, n) = st.measured_power[k];
+                (n > 0).then(|| sum / n as f64)
+            }),
             reconfig_configured_s: st.reconfig_delay_s,
             fpga_spin_ups: outcome.pool.ledger(Kind::Fpga).spin_ups,
             cpu_spin_ups: outcome.pool.ledger(Kind::Cpu).spin_ups,

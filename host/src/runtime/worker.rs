@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::backend::{Backend, BackendError, Configured};
+use super::backend::{Backend, BackendError, Configured, Power};
 use super::work::{Answer, KernelImage, Work};
 use crate::model::{Kind, Time, WorkerId};
 
@@ -75,6 +75,10 @@ pub enum Event {
     Started {
         /// Request id.
         id: u64,
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation of the slot's worker.
+        generation: u64,
         /// When.
         at: Time,
     },
@@ -89,8 +93,14 @@ pub struct Done {
     pub id: u64,
     /// Pool slot.
     pub slot: WorkerId,
+    /// Generation of the slot's worker (a reused slot is a new worker).
+    pub generation: u64,
     /// Worker type.
     pub kind: Kind,
+    /// FPGA: the board's answer differed from the software reference (checked on the worker's thread).
+    pub mismatch: bool,
+    /// The backend's power draw after the job.
+    pub power: Power,
     /// Wall time the job started and ended on the worker.
     pub wall: (Time, Time),
     /// FPGA: the job on the board's own timeline (start, finish) and its cycles.
@@ -144,7 +154,10 @@ impl Worker {
                         let _ = events.send(Event::Done(Done {
                             id: job.id,
                             slot,
+                            generation,
                             kind,
+                            mismatch: false,
+                            power: backend.power(),
                             wall: (now, now),
                             device: None,
                             result: Ok(None),
@@ -152,13 +165,19 @@ impl Worker {
                         continue;
                     }
                     let start = clock.now();
-                    let _ = events.send(Event::Started { id: job.id, at: start });
+                    let _ = events.send(Event::Started { id: job.id, slot, generation, at: start });
                     if let Some(stall) = job.stall {
                         std::thread::sleep(stall);
                     }
-                    let mandatory = backend.submit(&job.work.mandatory);
+                    // A backend that panics fails this job (and is failed by the dispatcher), never
+                    // the thread with its queue.
+                    let mut run = |p: &super::work::Payload| {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.submit(p)))
+                            .unwrap_or_else(|_| Err(BackendError::Kernel("the backend panicked".into())))
+                    };
+                    let mandatory = run(&job.work.mandatory);
                     let optional = match (&job.work.optional, job.optional, &mandatory) {
-                        (Some(p), true, Ok(_)) => Some(backend.submit(p)),
+                        (Some(p), true, Ok(_)) => Some(run(p)),
                         _ => None,
                     };
                     let end = clock.now();
@@ -179,10 +198,18 @@ impl Worker {
                         }
                         (Err(e), _) | (_, Err(e)) => (Err(e), None),
                     };
+                    // Every board answer is held to the software reference, here, off the
+                    // dispatcher's thread.
+                    let mismatch = kind == Kind::Fpga
+                        && matches!(&result, Ok(Some(a)) if image.answer(&job.work, job.optional).ok().as_ref() != Some(a));
+                    let power = backend.power();
                     let _ = events.send(Event::Done(Done {
                         id: job.id,
                         slot,
+                        generation,
                         kind,
+                        mismatch,
+                        power,
                         wall: (start, end),
                         device,
                         result,
@@ -209,6 +236,13 @@ impl Worker {
     /// Stops the worker after its queue; does not wait.
     pub fn stop(&mut self) {
         let _ = self.tx.send(Msg::Stop);
+    }
+
+    /// Stops the worker without waiting for its thread (a failed board may be stuck in its kernel).
+    pub fn detach(mut self) {
+        self.cancel();
+        self.stop();
+        self.thread.take();
     }
 
     /// Stops the worker and waits for its thread.

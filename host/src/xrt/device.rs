@@ -254,14 +254,21 @@ impl<'k> Run<'k> {
         let ms = timeout.as_millis().clamp(1, u128::from(u32::MAX)) as u32;
         // SAFETY: valid run handle.
         let state = unsafe { sys::xrtRunWaitFor(self.h, ms) };
-        match state {
-            sys::ert_cmd_state::ERT_CMD_STATE_COMPLETED => Ok(()),
-            sys::ert_cmd_state::ERT_CMD_STATE_TIMEOUT
-            | sys::ert_cmd_state::ERT_CMD_STATE_RUNNING
-            | sys::ert_cmd_state::ERT_CMD_STATE_QUEUED
-            | sys::ert_cmd_state::ERT_CMD_STATE_SUBMITTED
-            | sys::ert_cmd_state::ERT_CMD_STATE_NEW => Err(XrtError::Timeout(timeout)),
-            other => Err(XrtError::RunState(format!("{other:?}"))),
+        use sys::ert_cmd_state as S;
+        if state == S::ERT_CMD_STATE_COMPLETED {
+            Ok(())
+        } else if [
+            S::ERT_CMD_STATE_TIMEOUT,
+            S::ERT_CMD_STATE_RUNNING,
+            S::ERT_CMD_STATE_QUEUED,
+            S::ERT_CMD_STATE_SUBMITTED,
+            S::ERT_CMD_STATE_NEW,
+        ]
+        .contains(&state)
+        {
+            Err(XrtError::Timeout(timeout))
+        } else {
+            Err(XrtError::RunState(format!("ert_cmd_state {}", state.0)))
         }
     }
 }

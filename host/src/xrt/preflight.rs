@@ -19,6 +19,12 @@ pub enum PreflightError {
          board's XRT and platform packages and check `lspci -d 10ee:`; `spork devices` lists what is present"
     )]
     NoBoard(PathBuf),
+    /// The board's driver created no device node.
+    #[error(
+        "no XRT device node under {0} (dri/renderD*): the xocl driver did not create one\n  fix: check `dmesg` \
+         for xocl errors and that the user can open /dev/dri/renderD*"
+    )]
+    NoDeviceNode(PathBuf),
     /// The requested board is not present.
     #[error("no Xilinx board at {bdf} (found: {found})\n  fix: pick one from `spork devices`")]
     NoSuchBoard {
@@ -88,14 +94,29 @@ pub fn xrt_root() -> Result<PathBuf, PreflightError> {
     std::env::var_os("XILINX_XRT").filter(|v| !v.is_empty()).map(PathBuf::from).ok_or(PreflightError::NoXrt)
 }
 
-/// The Alveo user functions bound to xocl under `sys`, or why there are none; with `bdf`, that one.
+/// The device-node root beside a sysfs root: `/dev` for `/sys`, else `<parent>/dev` (test trees).
+pub fn dev_root(sys: &Path) -> PathBuf {
+    if sys == Path::new("/sys") {
+        PathBuf::from("/dev")
+    } else {
+        sys.parent().unwrap_or(Path::new("/")).join("dev")
+    }
+}
+
+/// The functions XRT can drive (Alveo user functions and F1 slots bound to xocl) under `sys`, with
+/// their device nodes, or why there are none; with `bdf`, that one.
 pub fn boards(sys: &Path, bdf: Option<&str>) -> Result<Vec<PciFpga>, PreflightError> {
-    let all: Vec<PciFpga> = pci_fpgas(sys)
-        .into_iter()
-        .filter(|d| d.family == "xilinx" && d.driver.as_deref() == Some("xocl"))
-        .collect();
+    let all: Vec<PciFpga> =
+        pci_fpgas(sys).into_iter().filter(|d| d.driver.as_deref() == Some("xocl")).collect();
     if all.is_empty() {
         return Err(PreflightError::NoBoard(sys.join("bus/pci/devices")));
+    }
+    let dri = dev_root(sys).join("dri");
+    let has_node = std::fs::read_dir(&dri)
+        .map(|e| e.filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().starts_with("renderD")))
+        .unwrap_or(false);
+    if !has_node {
+        return Err(PreflightError::NoDeviceNode(dev_root(sys)));
     }
     match bdf {
         None => Ok(all),
