@@ -89,6 +89,9 @@ fn build_model(name: &str, source: &Path, waivers: &Path, include: &Path, out: &
     let dir = out.join(name);
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", dir.display())));
+    // Keep the exact source beside the model, so tools can tell which Verilog a model was built from.
+    fs::copy(source, dir.join("source.v"))
+        .unwrap_or_else(|e| fail(&format!("cannot copy {}: {e}", source.display())));
     let prefix = format!("V{name}");
     let mut verilate = Command::new("verilator");
     verilate

@@ -101,3 +101,14 @@ fn a_missing_folder_says_what_to_point_at() {
     assert!(!o.status.success());
     assert!(text(&o).contains("bitstreams/sim"), "{}", text(&o));
 }
+
+#[test]
+fn synth_refuses_verilog_the_simulated_model_was_not_built_from() {
+    let tmp = copy_sim_dir();
+    let path = tmp.path().join("bloom.v");
+    let v = std::fs::read_to_string(&path).expect("read") + "// edited\n";
+    std::fs::write(&path, v).expect("write");
+    let o = spork(&["hdl", "synth", "--dir", tmp.path().to_str().expect("utf8")]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("built from other Verilog") && text(&o).contains("fix"), "{}", text(&o));
+}

@@ -11,7 +11,7 @@ pub mod kernels;
 pub mod measure;
 mod model;
 
-pub use model::{Instance, Model, Port, PortInfo, built_models_dir, model_path};
+pub use model::{Instance, Model, Port, PortInfo, built_models_dir, model_path, model_source};
 
 use std::path::PathBuf;
 

@@ -20,6 +20,12 @@ pub fn model_path(name: &str) -> PathBuf {
     dir.join(format!("libspork_model_{name}.so"))
 }
 
+/// The Verilog model `name` was built from (`build.rs` keeps a copy beside it).
+pub fn model_source(name: &str) -> PathBuf {
+    let dir = std::env::var_os("SPORK_SIM_MODELS").map(PathBuf::from).unwrap_or_else(built_models_dir);
+    dir.join(name).join("source.v")
+}
+
 /// One port of a model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortInfo {

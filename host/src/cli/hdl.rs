@@ -146,6 +146,16 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         bail!("--clock-mhz {clock_mhz} is not a clock; give MHz greater than 0");
     }
     for (name, file) in designs(dir)? {
+        // Throughput is measured on the compiled-in model: it must be built from this very Verilog.
+        let built = std::fs::read(spork_sim::model_source(&name)).ok();
+        let here = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        if built.as_deref() != Some(here.as_slice()) {
+            bail!(
+                "the simulated-board model of {name} was built from other Verilog than {}\n  fix: rebuild spork \
+                 (`cargo build -p spork`) so that spork-sim verilates the current bitstreams/sim, then synth again",
+                file.display()
+            );
+        }
         let syn = bitstream::synthesize(&file, &name)?;
         let model =
             Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;

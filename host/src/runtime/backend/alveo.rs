@@ -85,8 +85,12 @@ impl AlveoBoard {
         source.set_bo(0, &input)?;
         source.set_u32(1, words.len() as u32)?;
         source.start()?;
-        sink.wait(self.cfg.timeout)?;
-        source.wait(self.cfg.timeout)?;
+        // One deadline for the whole job; a run that misses it leaves the board failed (the
+        // dispatcher then re-runs its requests on CPUs and reconfigures a fresh worker).
+        let deadline = start + self.cfg.timeout;
+        let left = || deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        sink.wait(left())?;
+        source.wait(left())?;
         let took = start.elapsed();
         output.sync(SyncDirection::FromDevice)?;
         let mut raw = vec![0u8; out_words * 8];
