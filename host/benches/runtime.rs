@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use spork::evaluate::Engine;
 use spork::model::time::from_secs;
-use spork::model::{Platform, Request, WorkerId};
+use spork::model::{Platform, Request, Time, WorkerId};
 use spork::policy::allocator::{Allocator, IntervalStats};
 use spork::policy::dispatch::{DispatcherKind, Fleet};
 use spork::power::{Modelled, PowerMeter};
@@ -40,7 +40,7 @@ fn dispatch_decision(c: &mut Criterion) {
     let mut alloc = Fixed(100);
     let dispatcher = DispatcherKind::EfficientFirst.build(Fleet::HYBRID, platform.fpga.spin_up);
     let mut engine = Engine::new(&platform, &mut alloc, dispatcher, ());
-    engine.begin();
+    engine.begin(Time::MAX);
     // 100 FPGAs warm, kept about half busy (20 ms requests, 10 ms on an FPGA, every 200 us).
     let size = from_secs(0.02);
     let now = 0;
@@ -49,7 +49,7 @@ fn dispatch_decision(c: &mut Criterion) {
     let mut t = now;
     for _ in 0..200_000 {
         t += 200_000;
-        engine.fire_timers(t);
+        engine.advance(t, false);
         let s = Instant::now();
         black_box(engine.arrive(Request { arrival: t, size, optional: 0 }));
         hist.record(s.elapsed().as_nanos() as u64).expect("record");
@@ -64,7 +64,7 @@ fn dispatch_decision(c: &mut Criterion) {
     c.bench_function("runtime/dispatch_decision_100_workers", |b| {
         b.iter(|| {
             t += 200_000;
-            engine.fire_timers(t);
+            engine.advance(t, false);
             black_box(engine.arrive(Request { arrival: t, size, optional: 0 }))
         })
     });

@@ -135,6 +135,12 @@ pub struct Engine<'a, P: Probe> {
     actions: Option<Vec<Action>>,
     /// Efficient-first over CPUs only: where requests go after their FPGA failed.
     rescue: Dispatcher,
+    /// The trace length: interval ticks run until it, then the pool drains.
+    horizon: Time,
+    /// The next interval tick (`None` once the pool drains).
+    next_tick: Option<Time>,
+    /// Interval ticks so far.
+    intervals: u64,
 }
 
 impl<'a, P: Probe> Engine<'a, P> {
@@ -173,6 +179,9 @@ impl<'a, P: Probe> Engine<'a, P> {
             actions: None,
             rescue: crate::policy::DispatcherKind::EfficientFirst
                 .build(Fleet::CPU_ONLY, platform.fpga.spin_up),
+            horizon: 0,
+            next_tick: None,
+            intervals: 0,
         }
     }
 
@@ -233,68 +242,24 @@ impl<'a, P: Probe> Engine<'a, P> {
     /// Runs `requests` (in arrival order) over a trace of length `horizon`; returns the outcome and
     /// the probe.
     pub fn run(mut self, requests: impl Iterator<Item = Request>, horizon: Time) -> (Outcome, P) {
-        let interval = self.platform.interval();
-        self.begin();
-        let mut requests = requests.peekable();
-        let mut tick_index: u64 = 0;
-        let mut next_tick: Option<Time> = Some(0);
-        let mut last_event: Time = 0;
-        loop {
+        self.begin(horizon);
+        for r in requests {
+            // Everything due by the arrival goes first (ticks, worker timers, brownout periods).
+            self.advance(r.arrival, true);
+            self.arrive(r);
             if self.stop_at_miss && self.misses > 0 {
-                break;
-            }
-            let arrival_at = requests.peek().map(|r| r.arrival);
-            // The earliest source goes first; at equal times: interval ticks (so that idle checks falling
-            // on a tick are judged against the new plan), worker timers, brownout control periods (only
-            // while requests still arrive), then arrivals.
-            let sources = [
-                next_tick,
-                self.timers.peek().map(|Reverse(t)| t.0),
-                self.brownout.as_ref().filter(|_| arrival_at.is_some()).map(Driver::next_tick),
-                arrival_at,
-            ];
-            let Some((_, source)) = sources.iter().enumerate().filter_map(|(i, t)| t.map(|t| (t, i))).min()
-            else {
-                break;
-            };
-            debug_assert!(sources[source].is_some_and(|t| t >= last_event), "events out of time order");
-            last_event = sources[source].unwrap_or(last_event);
-            self.events += 1;
-            match source {
-                1 => {
-                    let Some(Reverse((now, _, timer, id, generation))) = self.timers.pop() else { break };
-                    self.on_timer(now, timer, id, generation);
-                }
-                0 => {
-                    let now = next_tick.unwrap_or_default();
-                    if now < horizon {
-                        self.on_tick(now, tick_index as usize);
-                        tick_index += 1;
-                        next_tick = Some(now + interval);
-                    } else {
-                        self.drain(now);
-                        next_tick = None;
-                    }
-                }
-                2 => {
-                    if let Some(b) = self.brownout.as_mut() {
-                        b.tick();
-                    }
-                }
-                _ => {
-                    if let Some(r) = requests.next() {
-                        self.on_arrival(r);
-                    }
-                }
+                return self.finish(true);
             }
         }
-        let aborted = self.stop_at_miss && self.misses > 0;
-        debug_assert!(aborted || self.pool.is_empty(), "pool not drained");
-        self.finish(horizon, tick_index, aborted)
+        // No more arrivals: the ticks run out to the horizon and the pool drains on its timers.
+        self.advance(Time::MAX, false);
+        debug_assert!(self.pool.is_empty(), "pool not drained");
+        self.finish(false)
     }
 
-    /// Starts a run: the allocator's initial FPGAs, warm at time 0.
-    pub fn begin(&mut self) {
+    /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs, warm at time 0,
+    /// and the first interval tick due at 0.
+    pub fn begin(&mut self, horizon: Time) {
         let initial = self.allocator.initial();
         let initial = self.cap_fpgas(initial);
         for _ in 0..initial {
@@ -303,43 +268,61 @@ impl<'a, P: Probe> Engine<'a, P> {
             self.arm(id, self.platform.idle_timeout(Kind::Fpga), 0);
         }
         self.target = initial;
+        self.horizon = horizon;
+        self.next_tick = Some(0);
     }
 
-    /// When the earliest pending worker timer is due.
-    pub fn next_timer(&self) -> Option<Time> {
-        self.timers.peek().map(|Reverse(t)| t.0)
+    /// When the next interval tick, worker timer or (with `brownout`) brownout control period is due.
+    pub fn next_event(&self, brownout: bool) -> Option<Time> {
+        let period = self.brownout.as_ref().filter(|_| brownout).map(Driver::next_tick);
+        [self.next_tick, self.timers.peek().map(|Reverse(t)| t.0), period].into_iter().flatten().min()
     }
 
-    /// Fires every worker timer due at or before `now`, each at its own due time.
-    pub fn fire_timers(&mut self, now: Time) {
-        while self.next_timer().is_some_and(|t| t <= now) {
-            let Some(Reverse((due, _, timer, id, generation))) = self.timers.pop() else { break };
+    /// Runs everything due at or before `now`, in time order: interval ticks (at the horizon, the
+    /// pool starts draining), worker timers, and with `brownout` the brownout control periods. At
+    /// equal times ticks go first, so that idle checks falling on a tick are judged against the new
+    /// plan. Both drivers call this: the evaluator before each arrival, the runtime as wall time
+    /// passes.
+    pub fn advance(&mut self, now: Time, brownout: bool) {
+        loop {
+            let tick = self.next_tick.filter(|&t| t <= now);
+            let timer = self.timers.peek().map(|Reverse(t)| t.0).filter(|&t| t <= now);
+            let period =
+                self.brownout.as_ref().filter(|_| brownout).map(Driver::next_tick).filter(|&t| t <= now);
             self.events += 1;
-            self.on_timer(due, timer, id, generation);
+            match (tick, timer, period) {
+                (Some(t), tm, p) if tm.is_none_or(|tm| t <= tm) && p.is_none_or(|p| t <= p) => {
+                    if t < self.horizon {
+                        self.on_tick(t, self.intervals as usize);
+                        self.intervals += 1;
+                        self.next_tick = Some(t + self.platform.interval());
+                    } else {
+                        self.end_of_trace(t);
+                    }
+                }
+                (_, Some(tm), p) if p.is_none_or(|p| tm <= p) => {
+                    let Some(Reverse((due, _, timer, id, generation))) = self.timers.pop() else { break };
+                    self.on_timer(due, timer, id, generation);
+                }
+                (_, _, Some(_)) => {
+                    if let Some(b) = self.brownout.as_mut() {
+                        b.tick();
+                    }
+                }
+                _ => {
+                    self.events -= 1;
+                    break;
+                }
+            }
         }
     }
 
-    /// The interval tick `index` at `now`: the allocator plans and the pool follows.
-    pub fn tick(&mut self, now: Time, index: usize) {
-        self.events += 1;
-        self.on_tick(now, index);
-    }
-
-    /// The trace has ended at `now`: FPGAs drain through the normal idle rule.
+    /// The trace is over at `now` (its horizon, or a live run's load generator finished or stopped):
+    /// no more interval ticks; FPGAs drain through the normal idle rule.
     pub fn end_of_trace(&mut self, now: Time) {
-        self.drain(now);
-    }
-
-    /// A brownout control period ends (no-op without brownout).
-    pub fn brownout_tick(&mut self) {
-        if let Some(b) = self.brownout.as_mut() {
-            b.tick();
+        if self.next_tick.take().is_some() {
+            self.drain(now);
         }
-    }
-
-    /// When the next brownout control period ends, if brownout runs.
-    pub fn next_brownout_tick(&self) -> Option<Time> {
-        self.brownout.as_ref().map(Driver::next_tick)
     }
 
     /// A request arrives: the dispatcher places it and the pool books it.
@@ -375,16 +358,16 @@ impl<'a, P: Probe> Engine<'a, P> {
         }
     }
 
-    /// The run's outcome once every worker is released.
-    pub fn finish(self, horizon: Time, intervals: u64, aborted: bool) -> (Outcome, P) {
-        let end = horizon.max(self.last_release());
+    /// The run's outcome once every worker is released (`aborted`: stopped at its first miss).
+    pub fn finish(self, aborted: bool) -> (Outcome, P) {
+        let end = self.horizon.max(self.last_release());
         let outcome = Outcome {
             pool: self.pool,
             served: self.out_served,
             misses: self.misses,
             total_size: self.total_size,
             latency_us: self.latency,
-            intervals,
+            intervals: self.intervals,
             events: self.events,
             end,
             rejected: self.rejected,

@@ -408,8 +408,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
         fpga_jobs: 0,
     };
     let mut next_id = 0u64;
-    let interval = platform.interval();
-    let (mut next_tick, mut tick_index, mut trace_over) = (Some(0 as Time), 0u64, false);
+    let mut trace_over = false;
     let mut stopped_at: Option<Time> = None;
     let progress = super::report::Progress::new(cfg.progress, cfg.requests.len() as u64);
 
@@ -418,7 +417,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
     let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
     let mut interrupts = 0u32;
     let mut next_meter_read = clock.now() + 1_000_000_000;
-    engine.begin();
+    engine.begin(cfg.horizon);
     loop {
         cx.apply(&mut engine);
         if trace_over && cx.outstanding.is_empty() {
@@ -446,12 +445,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
 
         // Sleep until the next tick, timer or housekeeping, or until a message comes.
         let housekeeping = clock.now() + 20_000_000;
-        let brownout_tick = engine.next_brownout_tick().filter(|_| !trace_over);
-        let wake = [next_tick, engine.next_timer(), brownout_tick, Some(housekeeping)]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(housekeeping);
+        let wake = engine.next_event(!trace_over).map_or(housekeeping, |t| t.min(housekeeping));
         let mut message: Option<Result<Arrive, Event>> = None;
         tokio::select! {
             _ = tokio::time::sleep_until(clock.instant(wake).into()) => {}
@@ -473,6 +467,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
             stopped_at = Some(clock.now());
             cx.st.stopped = true;
             trace_over = true;
+            engine.end_of_trace(clock.now());
             // Requests the load generator already handed over are rejected explicitly, not dropped.
             while let Ok(m) = arrivals.try_recv() {
                 if let Arrive::Request(..) = m {
@@ -482,28 +477,9 @@ async fn drive(cfg: RunConfig) -> RunReport {
             }
         }
         let now = clock.now();
-        // Ticks and timers due by now, in time order.
-        loop {
-            let tick = next_tick.filter(|&t| t <= now);
-            let timer = engine.next_timer().filter(|&t| t <= now);
-            match (tick, timer) {
-                (Some(t), tm) if tm.is_none_or(|tm| t <= tm) => {
-                    if t < cfg.horizon && !trace_over {
-                        engine.tick(t, tick_index as usize);
-                        tick_index += 1;
-                        next_tick = Some(t + interval);
-                    } else {
-                        engine.end_of_trace(t);
-                        next_tick = None;
-                    }
-                }
-                (_, Some(tm)) => engine.fire_timers(tm),
-                _ => break,
-            }
-        }
-        while !trace_over && engine.next_brownout_tick().is_some_and(|t| t <= now) {
-            engine.brownout_tick();
-        }
+        // Ticks, worker timers and brownout periods due by now, in time order (the engine's own
+        // schedule, as in the evaluator).
+        engine.advance(now, !trace_over);
         cx.apply(&mut engine);
         match message {
             Some(Ok(Arrive::Request(r, payload))) => {
@@ -530,10 +506,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
             }
             Some(Ok(Arrive::End)) => {
                 trace_over = true;
-                if next_tick.is_some() {
-                    engine.end_of_trace(now);
-                    next_tick = None;
-                }
+                engine.end_of_trace(now);
             }
             Some(Err(e)) => cx.on_event(&mut engine, e, now),
             None => {}
@@ -562,10 +535,8 @@ async fn drive(cfg: RunConfig) -> RunReport {
 
     // The trace is over and every request answered: let the pool drain on its own timers (virtual
     // time from here on: nothing more can arrive), then stop every worker.
-    if next_tick.is_some() {
-        engine.end_of_trace(clock.now());
-    }
-    engine.fire_timers(Time::MAX);
+    engine.end_of_trace(clock.now());
+    engine.advance(Time::MAX, false);
     cx.apply(&mut engine);
     let end = clock.now();
     let Ctx { mut live, mut retired, abandoned, st, events_tx, .. } = cx;
@@ -578,7 +549,7 @@ async fn drive(cfg: RunConfig) -> RunReport {
         w.detach();
     }
     drop(events_tx);
-    let (outcome, ()) = engine.finish(cfg.horizon, tick_index, false);
+    let (outcome, ()) = engine.finish(false);
     let mut report = RunReport::new(
         &plan,
         dispatcher.name(),
