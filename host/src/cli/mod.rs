@@ -6,6 +6,7 @@ mod devices;
 mod hdl;
 mod optimal;
 mod platform_args;
+mod pool_args;
 mod power;
 mod reproduce;
 mod run;

@@ -9,11 +9,10 @@ use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use spork::bitstream::{self, Manifest};
-use spork::evaluate::{Plan, PoolBrownout, evaluate};
+use spork::evaluate::{Plan, evaluate};
 use spork::model::time::{from_secs, to_secs};
 use spork::model::{Platform, Request, Time};
 use spork::policy::Scheduler;
-use spork::policy::brownout::ControllerKind;
 use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
 use spork::runtime::{Board, FaultPlan, RunConfig, RunReport};
@@ -21,6 +20,7 @@ use spork::trace::{SizeSpec, file};
 use spork_golden::Kernel;
 
 use super::platform_args::PlatformArgs;
+use super::pool_args::PoolArgs;
 use super::simulate::parse_schedulers;
 
 /// Options of `spork run`.
@@ -51,15 +51,6 @@ pub struct Args {
     /// input for the same kernel), which brownout may skip.
     #[arg(long, default_value_t = 0.0)]
     optional_factor: f64,
-    /// Brownout controller for the optional parts; each scheduler then runs without and with it.
-    #[arg(long, value_enum)]
-    brownout: Option<ControllerKind>,
-    /// Brownout control period.
-    #[arg(long, default_value = "500ms", value_parser = super::parse_duration)]
-    brownout_period: u64,
-    /// Brownout set-point on the p95 of response time relative to the deadline span (1 = the deadline).
-    #[arg(long, default_value_t = 1.0)]
-    brownout_setpoint: f64,
     /// Seed of the trace and the request data.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -69,12 +60,9 @@ pub struct Args {
     /// Board clock in MHz (default: the kernel's manifest in bitstreams/sim).
     #[arg(long)]
     clock_mhz: Option<f64>,
-    /// Cap on CPU workers.
-    #[arg(long, value_name = "N")]
-    max_cpu: Option<u32>,
-    /// Cap on FPGA workers.
-    #[arg(long, value_name = "N")]
-    max_fpga: Option<u32>,
+    /// Pool caps and brownout (a real board or slot holds one FPGA worker at a time).
+    #[command(flatten)]
+    pool: PoolArgs,
     /// A board job running longer than this (wall time) is abandoned and re-run on a CPU.
     #[arg(long, default_value = "10s", value_parser = super::parse_duration)]
     kernel_timeout: u64,
@@ -253,26 +241,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             to_secs(platform.fpga.spin_up)
         );
     }
-    if args.brownout.is_some() && reqs.iter().all(|r| r.optional == 0) {
-        bail!("--brownout needs requests with an optional part: add --optional-factor F (e.g. 1.0)");
-    }
-    if !args.brownout_setpoint.is_finite() || args.brownout_setpoint <= 0.0 || args.brownout_period == 0 {
-        bail!("--brownout-setpoint and --brownout-period must be above 0");
-    }
     // One physical board or slot: at most one FPGA worker on it at a time.
-    let max_fpga =
-        if matches!(board, Board::Sim) { args.max_fpga } else { Some(args.max_fpga.unwrap_or(1).min(1)) };
+    let fpga_limit = (!matches!(board, Board::Sim)).then_some(1);
+    let has_optional = reqs.iter().any(|r| r.optional > 0);
+    let plans = args.pool.plans(&schedulers, has_optional, fpga_limit, Plan::new)?;
     let stop = Arc::new(AtomicBool::new(false));
-    let mut plans = Vec::new();
-    for s in schedulers {
-        let plan = Plan { max_workers: [args.max_cpu, max_fpga], ..Plan::new(s) };
-        plans.push(plan);
-        if let Some(controller) = args.brownout {
-            let setup =
-                PoolBrownout { controller, period: args.brownout_period, setpoint: args.brownout_setpoint };
-            plans.push(Plan { brownout: Some(setup), ..plan });
-        }
-    }
     let mut runs = Vec::new();
     for plan in plans {
         if !args.json {
