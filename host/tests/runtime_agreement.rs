@@ -52,7 +52,7 @@ fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
         let live = run(cfg).expect("runtime");
         let model = Prediction::from_report(&evaluate(&platform, &requests, &plan));
         assert_eq!(live.answered, requests.len() as u64, "{name}: every request answered");
-        assert_eq!(live.mismatches, 0);
+        assert_eq!(live.faults.mismatches, 0);
         assert!(
             (live.fpga_share - model.fpga_share).abs() <= 0.10,
             "{name}: FPGA share live {:.3} vs evaluator {:.3}",

@@ -452,10 +452,16 @@ fn table(runs: &[RunReport]) -> Table {
         }));
     }
     t.add_row(row("faults (config, timeout, kernel, mismatch)", &|r| {
-        format!("{}, {}, {}, {}", r.configure_failures, r.kernel_timeouts, r.kernel_errors, r.mismatches)
+        format!(
+            "{}, {}, {}, {}",
+            r.faults.configure_failures,
+            r.faults.kernel_timeouts,
+            r.faults.kernel_errors,
+            r.faults.mismatches
+        )
     }));
     t.add_row(row("re-run on CPU / late results dropped", &|r| {
-        format!("{} / {}", r.redispatched, r.late_discarded)
+        format!("{} / {}", r.faults.redispatched, r.faults.late_discarded)
     }));
     t.add_row(row("board time / Verilator time (s)", &|r| {
         format!("{:.3} / {:.2}", r.device_s, r.verilator_s)
@@ -495,7 +501,7 @@ fn print_notes(runs: &[RunReport]) {
                 Err(e) => println!("{}: {kind} {}: unreadable ({e})", r.scheduler, m.name),
             }
         }
-        for f in &r.faults {
+        for f in &r.faults.log {
             println!("fault ({}): {f}", r.scheduler);
         }
         if r.stopped {

@@ -248,7 +248,10 @@ impl Ctx<'_> {
                         // The pool only assigns slots with a live worker; should one be gone, the
                         // request is rejected and counted rather than lost.
                         self.st.rejected += 1;
-                        self.st.faults.push(format!("request {id}: worker slot {} had no thread", worker.0));
+                        self.st
+                            .faults
+                            .log
+                            .push(format!("request {id}: worker slot {} had no thread", worker.0));
                     }
                 }
             }
@@ -257,7 +260,7 @@ impl Ctx<'_> {
     }
 
     fn redispatch(&mut self, engine: &mut Engine<'_, ()>, id: u64, o: Outstanding, now: Time) {
-        self.st.redispatched += 1;
+        self.st.faults.redispatched += 1;
         let request = if o.optional { o.request } else { Request { optional: 0, ..o.request } };
         let arrival = engine.redispatch_on_cpu(request, now, o.deadline);
         self.place(engine, arrival, id, Outstanding { started: None, ..o }, now);
@@ -297,8 +300,8 @@ impl Ctx<'_> {
                 }
             }
             Event::ConfigureFailed { slot, generation, error } => {
-                self.st.configure_failures += 1;
-                self.st.faults.push(format!("worker slot {}: {error}", slot.0));
+                self.st.faults.configure_failures += 1;
+                self.st.faults.log.push(format!("worker slot {}: {error}", slot.0));
                 self.fail_board(engine, slot, generation, now);
             }
             Event::Started { id, slot, generation, at } => {
@@ -319,16 +322,17 @@ impl Ctx<'_> {
             .get(&d.id)
             .is_some_and(|o| o.slot == d.slot && o.generation == d.generation && o.kind == d.kind);
         if !current {
-            self.st.late_discarded += 1;
+            self.st.faults.late_discarded += 1;
             return;
         }
         let Some(o) = self.outstanding.remove(&d.id) else { return };
         match d.result {
             Ok(Some(_)) => {
                 if d.mismatch {
-                    self.st.mismatches += 1;
+                    self.st.faults.mismatches += 1;
                     self.st
                         .faults
+                        .log
                         .push(format!("request {}: the board's result differs from the reference", d.id));
                     self.redispatch(engine, d.id, o, now);
                     return;
@@ -354,8 +358,8 @@ impl Ctx<'_> {
                 self.redispatch(engine, d.id, o, now);
             }
             Err(e) => {
-                self.st.kernel_errors += 1;
-                self.st.faults.push(format!("request {} on {}: {e}", d.id, d.kind.name()));
+                self.st.faults.kernel_errors += 1;
+                self.st.faults.log.push(format!("request {} on {}: {e}", d.id, d.kind.name()));
                 if d.kind == Kind::Fpga {
                     self.fail_board(engine, d.slot, d.generation, now);
                     self.redispatch(engine, d.id, o, now);
@@ -521,8 +525,8 @@ async fn drive(cfg: RunConfig) -> RunReport {
             .collect();
         for id in overdue {
             let Some(o) = cx.outstanding.remove(&id) else { continue };
-            cx.st.kernel_timeouts += 1;
-            cx.st.faults.push(format!(
+            cx.st.faults.kernel_timeouts += 1;
+            cx.st.faults.log.push(format!(
                 "request {id}: the board kernel ran past the {:?} timeout",
                 cfg.kernel_timeout
             ));

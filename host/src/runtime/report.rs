@@ -12,6 +12,26 @@ use crate::evaluate::{Plan, Report};
 use crate::model::time::to_secs;
 use crate::model::{Kind, Platform, Time};
 
+/// Faults met in a run, and what was done about them.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Faults {
+    /// Boards that failed to configure.
+    pub configure_failures: u64,
+    /// Board jobs abandoned after the kernel timeout.
+    pub kernel_timeouts: u64,
+    /// Jobs whose kernel failed.
+    pub kernel_errors: u64,
+    /// Board results that differed from the reference.
+    pub mismatches: u64,
+    /// Requests re-run on CPUs after a fault.
+    pub redispatched: u64,
+    /// Results that came after their request had been answered elsewhere (dropped).
+    pub late_discarded: u64,
+    /// What went wrong, one line per fault.
+    #[serde(rename = "faults")]
+    pub log: Vec<String>,
+}
+
 /// Counters and distributions gathered while the run goes.
 #[derive(Debug)]
 pub struct RunStats {
@@ -41,20 +61,8 @@ pub struct RunStats {
     pub cpu_spin_up_ms: Vec<f64>,
     /// CPU spin-up configured delay (s).
     pub cpu_delay_s: f64,
-    /// Boards that failed to configure.
-    pub configure_failures: u64,
-    /// Board jobs abandoned after the kernel timeout.
-    pub kernel_timeouts: u64,
-    /// Jobs whose kernel failed.
-    pub kernel_errors: u64,
-    /// Board results that differed from the reference.
-    pub mismatches: u64,
-    /// Requests moved to CPUs after a fault.
-    pub redispatched: u64,
-    /// Results that came after their request had been answered elsewhere (dropped).
-    pub late_discarded: u64,
-    /// What went wrong, one line per fault.
-    pub faults: Vec<String>,
+    /// Faults and what was done about them.
+    pub faults: Faults,
     /// RTL cycles run on the board.
     pub device_cycles: u64,
     /// Board time the jobs took (ns).
@@ -90,13 +98,7 @@ impl RunStats {
             cpu_spin_ups: 0,
             cpu_spin_up_ms: Vec::new(),
             cpu_delay_s: 0.0,
-            configure_failures: 0,
-            kernel_timeouts: 0,
-            kernel_errors: 0,
-            mismatches: 0,
-            redispatched: 0,
-            late_discarded: 0,
-            faults: Vec::new(),
+            faults: Faults::default(),
             device_cycles: 0,
             device_ns: 0,
             verilator_ns: 0,
@@ -229,20 +231,9 @@ pub struct RunReport {
     pub cpu_spin_up_measured_ms: Spread,
     /// Configured CPU spin-up delay, s.
     pub cpu_spin_up_configured_s: f64,
-    /// Faults: boards that failed to configure.
-    pub configure_failures: u64,
-    /// Faults: board jobs over the kernel timeout.
-    pub kernel_timeouts: u64,
-    /// Faults: kernel errors.
-    pub kernel_errors: u64,
-    /// Faults: board results differing from the reference.
-    pub mismatches: u64,
-    /// Requests re-run on CPUs after a fault.
-    pub redispatched: u64,
-    /// Late results dropped (their request was answered elsewhere).
-    pub late_discarded: u64,
-    /// Fault log.
-    pub faults: Vec<String>,
+    /// Faults and what was done about them (flattened into the report's JSON).
+    #[serde(flatten)]
+    pub faults: Faults,
     /// Energy (J) by worker type [CPU, FPGA]: modelled from the profile's power and the policy's
     /// busy/idle accounting (this machine has no power sensor for simulated boards or VM CPUs).
     pub energy_j: [f64; 2],
@@ -365,12 +356,6 @@ impl RunReport {
             cpu_spin_ups: outcome.pool.ledger(Kind::Cpu).spin_ups,
             cpu_spin_up_measured_ms: Spread::of(&st.cpu_spin_up_ms),
             cpu_spin_up_configured_s: st.cpu_delay_s,
-            configure_failures: st.configure_failures,
-            kernel_timeouts: st.kernel_timeouts,
-            kernel_errors: st.kernel_errors,
-            mismatches: st.mismatches,
-            redispatched: st.redispatched,
-            late_discarded: st.late_discarded,
             faults: st.faults,
             energy_j: [energy(Kind::Cpu), energy(Kind::Fpga)],
             energy_source:
