@@ -93,6 +93,11 @@ fn a_broken_manifest_names_file_line_and_field() {
     assert!(!o.status.success());
     let t = text(&o);
     assert!(t.contains("dense.toml:") && t.contains("clock_mhz") && t.contains("fix"), "{t}");
+    let m = std::fs::read_to_string(&path).expect("read").replace("clock_mhz = -5.0", "clock_mhz = 250.0");
+    let m = m.replace("items_per_cycle = ", "items_per_cycle = -");
+    std::fs::write(&path, m).expect("write");
+    let o = spork(&["hdl", "report", "--dir", tmp.path().to_str().expect("utf8")]);
+    assert!(!o.status.success() && text(&o).contains("items_per_cycle"), "{}", text(&o));
 }
 
 #[test]

@@ -146,6 +146,15 @@ impl Manifest {
         let text = InputError::read(path)?;
         let fix = "rewrite it with `spork hdl synth`, or see bitstreams/README.md for the fields";
         let m: Manifest = toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?;
+        if !(m.items_per_cycle.is_finite() && m.items_per_cycle > 0.0) {
+            let at = text.find("items_per_cycle").unwrap_or(0);
+            return Err(InputError::invalid(
+                Location::at(path, &text, at),
+                "items_per_cycle",
+                format!("{} is not a throughput", m.items_per_cycle),
+                "give the items the design streams per clock cycle, greater than 0",
+            ));
+        }
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {
             let at = text.find("clock_mhz").unwrap_or(0);
             return Err(InputError::invalid(
