@@ -1,0 +1,69 @@
+//! Pool caps and brownout options, shared by `spork simulate` and `spork run`.
+
+use anyhow::bail;
+use spork::evaluate::{Plan, PoolBrownout};
+use spork::policy::Scheduler;
+use spork::policy::brownout::ControllerKind;
+
+/// Caps on the pool and brownout on requests' optional parts.
+#[derive(clap::Args, Debug)]
+pub struct PoolArgs {
+    /// Cap on CPU workers (spinning up and down included); beyond it requests queue on the worker that
+    /// frees up first.
+    #[arg(long, value_name = "N")]
+    pub max_cpu: Option<u32>,
+    /// Cap on FPGA workers; the allocator's target is clipped to it.
+    #[arg(long, value_name = "N")]
+    pub max_fpga: Option<u32>,
+    /// Brownout controller for requests' optional parts (see --optional-factor); each scheduler is
+    /// shown without and with it.
+    #[arg(long, value_enum)]
+    pub brownout: Option<ControllerKind>,
+    /// Brownout control period.
+    #[arg(long, default_value = "500ms", value_parser = super::parse_duration)]
+    pub brownout_period: u64,
+    /// Brownout set-point on the p95 of response time relative to the deadline span (1 = the deadline).
+    #[arg(long, default_value_t = 1.0)]
+    pub brownout_setpoint: f64,
+}
+
+impl PoolArgs {
+    /// Each scheduler's plan from `base`, capped (the FPGA cap also within `fpga_limit`), followed by
+    /// the same plan with brownout when asked. `has_optional`: whether the trace's requests carry an
+    /// optional part, without which brownout has nothing to skip.
+    pub fn plans(
+        &self,
+        schedulers: &[Scheduler],
+        has_optional: bool,
+        fpga_limit: Option<u32>,
+        base: impl Fn(Scheduler) -> Plan,
+    ) -> anyhow::Result<Vec<Plan>> {
+        if !self.brownout_setpoint.is_finite() || self.brownout_setpoint <= 0.0 || self.brownout_period == 0 {
+            bail!("--brownout-setpoint and --brownout-period must be above 0");
+        }
+        if self.brownout.is_some() && !has_optional {
+            bail!(
+                "--brownout needs requests with an optional part: add --optional-factor F (e.g. 1.0) or a trace \
+                 with optional_ms"
+            );
+        }
+        let max_fpga = match (self.max_fpga, fpga_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut plans = Vec::new();
+        for &s in schedulers {
+            let plan = Plan { max_workers: [self.max_cpu, max_fpga], ..base(s) };
+            plans.push(plan);
+            if let Some(controller) = self.brownout {
+                let setup = PoolBrownout {
+                    controller,
+                    period: self.brownout_period,
+                    setpoint: self.brownout_setpoint,
+                };
+                plans.push(Plan { brownout: Some(setup), ..plan });
+            }
+        }
+        Ok(plans)
+    }
+}
