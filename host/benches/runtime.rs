@@ -12,15 +12,16 @@ use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
-use spork::evaluate::Engine;
+use spork::engine::{Engine, Plan};
 use spork::model::time::from_secs;
 use spork::model::{Platform, Request, Time, WorkerId};
+use spork::policy::Scheduler;
 use spork::policy::allocator::{Allocator, IntervalStats};
-use spork::policy::dispatch::{DispatcherKind, Fleet};
 use spork::power::{Modelled, PowerMeter};
+use spork::runtime::Clock;
 use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
 use spork::runtime::work::{KernelImage, Payload, Work};
-use spork::runtime::worker::{Clock, Event, JobMsg, Worker};
+use spork::runtime::worker::{Event, JobMsg, Worker};
 use spork_golden::Kernel;
 
 /// Holds a fixed number of FPGAs (the benchmark's pool size).
@@ -37,10 +38,9 @@ impl Allocator for Fixed {
 
 fn dispatch_decision(c: &mut Criterion) {
     let platform = Platform::default();
-    let mut alloc = Fixed(100);
-    let dispatcher = DispatcherKind::EfficientFirst.build(Fleet::HYBRID, platform.fpga.spin_up);
-    let mut engine = Engine::new(&platform, &mut alloc, dispatcher, ());
-    engine.begin(Time::MAX);
+    let plan = Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY));
+    let mut engine = Engine::with_allocator(platform, &plan, Box::new(Fixed(100)));
+    engine.begin(Time::MAX, &mut ());
     // 100 FPGAs warm, kept about half busy (20 ms requests, 10 ms on an FPGA, every 200 us).
     let size = from_secs(0.02);
     let now = 0;
@@ -49,9 +49,9 @@ fn dispatch_decision(c: &mut Criterion) {
     let mut t = now;
     for _ in 0..200_000 {
         t += 200_000;
-        engine.advance(t, false);
+        engine.advance(t, false, &mut ());
         let s = Instant::now();
-        black_box(engine.arrive(Request { arrival: t, size, optional: 0 }));
+        black_box(engine.arrive(Request { arrival: t, size, optional: 0 }, &mut ()));
         hist.record(s.elapsed().as_nanos() as u64).expect("record");
     }
     eprintln!(
@@ -64,14 +64,14 @@ fn dispatch_decision(c: &mut Criterion) {
     c.bench_function("runtime/dispatch_decision_100_workers", |b| {
         b.iter(|| {
             t += 200_000;
-            engine.advance(t, false);
-            black_box(engine.arrive(Request { arrival: t, size, optional: 0 }))
+            engine.advance(t, false, &mut ());
+            black_box(engine.arrive(Request { arrival: t, size, optional: 0 }, &mut ()))
         })
     });
 }
 
 fn request_overhead(c: &mut Criterion) {
-    let clock = Clock(Instant::now());
+    let clock = Clock::start();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
     let spec = Platform::default().cpu;

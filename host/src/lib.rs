@@ -4,9 +4,12 @@
 //! - [`policy`]: the pure scheduling policy: Spork's allocator (Algorithms 1 and 2), the baselines,
 //!   and the dispatchers (Algorithm 3, round robin, index packing).
 //! - [`trace`]: the b-model, request sizes, Poisson arrivals and the trace file.
-//! - [`evaluate`]: the discrete-event evaluator and its report.
+//! - [`engine`]: the timed state machine every driver runs: the pool, the policy objects, timers and
+//!   interval ticks; each call reports its effects.
+//! - [`evaluate`]: the engine in virtual time (the discrete-event evaluator) and the paper's metrics.
 //! - [`config`]: platform profiles from TOML.
-//! - [`runtime`]: the live runtime: the same policy in wall time on CPU threads and the simulated board.
+//! - [`runtime`]: the engine in wall time on CPU threads, the simulated board and real boards.
+//! - [`optimal`]: the MILP optimum of section 3; [`reproduce`]: every experiment of the paper.
 //! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
 //! - [`xrt`]: pre-flight checks and (feature `xrt`) the XRT C API binding; `f1` (feature): AWS F1 management.
 //! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
@@ -14,6 +17,7 @@
 
 pub mod bitstream;
 pub mod config;
+pub mod engine;
 pub mod evaluate;
 #[cfg(feature = "f1")]
 pub mod f1;

@@ -1,13 +1,13 @@
 //! Invariants of the evaluator, checked on random small traces, platforms and schedulers.
 
 use proptest::prelude::*;
-use spork::evaluate::{Plan, Probe, Report, demand, evaluate, report::ideal_fpga_only, run_with};
+use spork::engine::Effects;
+use spork::evaluate::{Plan, Report, evaluate, report::ideal_fpga_only, run_with};
 use spork::model::time::{from_secs, to_secs};
-use spork::model::{Kind, Platform, Request, Time, WorkerId};
-use spork::policy::{DispatcherKind, Scheduler};
+use spork::model::{Kind, PerKind, Platform, Request, Time, WorkerId};
+use spork::policy::{Caps, DispatcherKind, Scheduler};
 use spork::trace::RateTrace;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Records every served request and checks per-worker queue discipline as it goes.
 #[derive(Default)]
@@ -17,7 +17,7 @@ struct Recorder {
     violations: Vec<String>,
 }
 
-impl Probe for Recorder {
+impl Effects for Recorder {
     fn served(&mut self, r: &Request, w: WorkerId, kind: Kind, start: Time, finish: Time) {
         if start < r.arrival {
             self.violations.push(format!("{r:?} started at {start} before arriving"));
@@ -75,8 +75,9 @@ fn dispatcher_strategy() -> impl Strategy<Value = Option<DispatcherKind>> {
 }
 
 fn run(platform: &Platform, reqs: &Vec<Request>, plan: &Plan) -> (Report, Recorder) {
-    let demand = plan.scheduler.needs_demand().then(|| Arc::new(demand(platform, reqs)));
-    run_with(platform, reqs, plan, demand.as_ref(), 1, Recorder::default())
+    let mut rec = Recorder::default();
+    let report = run_with(platform, reqs, plan, 1, &mut rec);
+    (report, rec)
 }
 
 proptest! {
@@ -162,7 +163,7 @@ proptest! {
         platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
         max_cpu in prop::option::of(0u32..8), max_fpga in prop::option::of(0u32..8),
     ) {
-        let plan = Plan { max_workers: [max_cpu, max_fpga], max_headroom: 4, ..Plan::new(scheduler) };
+        let plan = Plan { caps: Caps(PerKind::new(max_cpu, max_fpga)), max_headroom: 4, ..Plan::new(scheduler) };
         let (report, rec) = run(&platform, &reqs, &plan);
         prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
         prop_assert!(max_cpu.is_none_or(|m| report.cpu.peak <= m), "cpu peak {} > {max_cpu:?}", report.cpu.peak);
@@ -245,7 +246,7 @@ fn caps_hold_and_brownout_absorbs_capped_bursts() {
     let n = t.requests().count() as u64;
     let p = Platform::default();
     let capped = Plan {
-        max_workers: [Some(60), Some(20)],
+        caps: Caps(PerKind::new(Some(60), Some(20))),
         ..Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY))
     };
     let plain = evaluate(&p, &t, &capped);
@@ -268,6 +269,10 @@ fn caps_hold_and_brownout_absorbs_capped_bursts() {
         assert!(b.optional_ratio > 0.2 && b.optional_ratio < 1.0, "{controller:?}: {}", b.optional_ratio);
     }
     // A CPU-only fleet capped at zero CPUs has nowhere to run anything: every request is rejected.
-    let none = evaluate(&p, &t, &Plan { max_workers: [Some(0), None], ..Plan::new(Scheduler::CpuDynamic) });
+    let none = evaluate(
+        &p,
+        &t,
+        &Plan { caps: Caps(PerKind::new(Some(0), None)), ..Plan::new(Scheduler::CpuDynamic) },
+    );
     assert_eq!((none.requests, none.rejected), (0, n));
 }

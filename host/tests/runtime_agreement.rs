@@ -5,16 +5,14 @@
 //! 2 percentage points.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use spork::evaluate::{Plan, evaluate};
+use spork::engine::Plan;
 use spork::model::Platform;
 use spork::model::time::from_secs;
 use spork::policy::Scheduler;
-use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
-use spork::runtime::{FaultPlan, RunConfig, run};
+use spork::runtime::{Calibration, RunConfig, run};
 use spork_golden::Kernel;
 
 #[test]
@@ -29,28 +27,15 @@ fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
     let requests = spork::runtime::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 0.0, 11)
         .expect("trace");
     for name in ["spork-e", "cpu-dynamic"] {
-        let plan = Plan::new(name.parse::<Scheduler>().expect("scheduler"));
+        let plan = Plan { seed: 11, ..Plan::new(name.parse::<Scheduler>().expect("scheduler")) };
+        let calibration = Calibration { items_per_sec, clock_hz, items_per_cycle: 1.0 };
         let cfg = RunConfig {
-            platform,
-            plan,
-            image: image.clone(),
-            clock_hz,
-            requests: requests.clone(),
-            horizon: from_secs(seconds),
-            items_per_sec,
-            seed: 11,
-            faults: FaultPlan::default(),
             kernel_timeout: Duration::from_secs(30),
-            stop: Arc::new(AtomicBool::new(false)),
             grace: Duration::from_secs(1),
-            progress: false,
-            sysfs: "/sys".into(),
-            board: spork::runtime::Board::Sim,
-            demand: None,
-            headroom: 0,
+            ..RunConfig::new(platform, plan, image.clone(), calibration, requests.clone(), from_secs(seconds))
         };
         let live = run(cfg).expect("runtime");
-        let model = Prediction::from_report(&evaluate(&platform, &requests, &plan));
+        let model = live.evaluator.clone().expect("the prediction beside the run");
         assert_eq!(live.answered, requests.len() as u64, "{name}: every request answered");
         assert_eq!(live.faults.mismatches, 0);
         assert!(

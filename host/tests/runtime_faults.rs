@@ -2,15 +2,15 @@
 //! is counted.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use spork::evaluate::Plan;
-use spork::model::Platform;
+use spork::engine::Plan;
 use spork::model::time::from_secs;
-use spork::policy::Scheduler;
+use spork::model::{PerKind, Platform};
+use spork::policy::{Caps, Scheduler};
 use spork::runtime::work::KernelImage;
-use spork::runtime::{FaultPlan, RunConfig, RunReport, run};
+use spork::runtime::{Calibration, Fault, FaultPlan, RunConfig, RunReport, run};
 use spork_golden::Kernel;
 
 fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
@@ -22,24 +22,13 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
     let items_per_sec = 1e8;
     let requests = spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 0.0, 3)
         .expect("trace");
+    let plan = Plan { seed: 3, ..Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")) };
+    let calibration = Calibration { items_per_sec, clock_hz: 1e8, items_per_cycle: 1.0 };
     RunConfig {
-        platform,
-        plan: Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")),
-        image,
-        clock_hz: 1e8,
-        requests,
-        horizon: from_secs(seconds),
-        items_per_sec,
-        seed: 3,
         faults,
         kernel_timeout: Duration::from_millis(400),
-        stop: Arc::new(AtomicBool::new(false)),
         grace: Duration::from_millis(300),
-        progress: false,
-        sysfs: "/sys".into(),
-        board: spork::runtime::Board::Sim,
-        demand: None,
-        headroom: 0,
+        ..RunConfig::new(platform, plan, image, calibration, requests, from_secs(seconds))
     }
 }
 
@@ -56,7 +45,7 @@ fn accounted(r: &RunReport) {
 
 #[test]
 fn a_board_that_fails_to_configure_hands_its_work_to_cpus_and_is_replaced() {
-    let cfg = config(3.0, 200.0, FaultPlan { fail_configure: vec![1], ..FaultPlan::default() });
+    let cfg = config(3.0, 200.0, FaultPlan { faults: vec![Fault::Configure(1)], ..FaultPlan::default() });
     let r = run(cfg).expect("runtime");
     accounted(&r);
     assert_eq!(r.offered, r.trace_requests);
@@ -71,8 +60,7 @@ fn a_board_that_fails_to_configure_hands_its_work_to_cpus_and_is_replaced() {
 
 #[test]
 fn a_stalled_kernel_times_out_and_its_requests_rerun_on_cpus() {
-    let faults =
-        FaultPlan { stall_jobs: vec![5], stall: Duration::from_millis(1200), ..FaultPlan::default() };
+    let faults = FaultPlan { faults: vec![Fault::Stall(5)], stall: Duration::from_millis(1200) };
     let r = run(config(3.0, 200.0, faults)).expect("runtime");
     accounted(&r);
     assert_eq!(r.offered, r.trace_requests);
@@ -101,15 +89,15 @@ fn a_stop_rejects_what_is_still_in_flight_explicitly() {
 
 #[test]
 fn brownout_gates_real_optional_work_on_a_capped_pool() {
-    use spork::evaluate::PoolBrownout;
+    use spork::engine::PoolBrownout;
     use spork::policy::brownout::ControllerKind;
     let mut cfg = config(3.0, 300.0, FaultPlan::default());
     cfg.requests =
         spork::runtime::trace::bursty(from_secs(3.0), 300.0, 0.7, from_secs(0.001), 1.0, 3).expect("trace");
-    cfg.items_per_sec = 2e7; // smaller inputs: the board keeps up
+    cfg.calibration.items_per_sec = 2e7; // smaller inputs: the board keeps up
     let brownout =
         PoolBrownout { controller: ControllerKind::Cascaded, period: from_secs(0.2), setpoint: 0.5 };
-    cfg.plan = Plan { max_workers: [Some(1), Some(1)], brownout: Some(brownout), ..cfg.plan };
+    cfg.plan = Plan { caps: Caps(PerKind::new(Some(1), Some(1))), brownout: Some(brownout), ..cfg.plan };
     let r = run(cfg).expect("runtime");
     accounted(&r);
     assert_eq!(r.brownout.as_deref(), Some("cascaded"));
@@ -122,11 +110,8 @@ fn brownout_gates_real_optional_work_on_a_capped_pool() {
 fn an_fpga_only_scheduler_reruns_a_failed_boards_requests_on_cpus() {
     // FPGA-dynamic places only on FPGAs; after its board fails, the re-runs go to CPU workers (never
     // back onto an FPGA with an impossible booking).
-    let mut cfg = config(3.0, 200.0, FaultPlan { fail_configure: vec![1], ..FaultPlan::default() });
-    let plan = Plan::new("fpga-dynamic".parse::<Scheduler>().expect("scheduler"));
-    cfg.demand = Some(std::sync::Arc::new(spork::evaluate::demand(&cfg.platform, &cfg.requests)));
-    cfg.headroom = 1;
-    cfg.plan = plan;
+    let mut cfg = config(3.0, 200.0, FaultPlan { faults: vec![Fault::Configure(1)], ..FaultPlan::default() });
+    cfg.plan = Plan { max_headroom: 1, ..Plan::new("fpga-dynamic".parse::<Scheduler>().expect("scheduler")) };
     let r = run(cfg).expect("runtime");
     accounted(&r);
     assert_eq!(r.offered, r.trace_requests);

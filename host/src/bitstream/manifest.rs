@@ -16,6 +16,11 @@ pub fn default_dir() -> PathBuf {
     })
 }
 
+/// The manifest of `kernel`'s image for `target`: `bitstreams/<target>/<kernel>.toml`.
+pub fn manifest_path(target: Target, kernel: &str) -> PathBuf {
+    default_dir().join(target.name()).join(format!("{kernel}.toml"))
+}
+
 /// Hex SHA-256 of a file's bytes: ties a manifest to the exact source it was built from.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -41,6 +46,17 @@ pub enum Target {
     Alveo,
     /// An AWS F1 slot: an AFI.
     F1,
+}
+
+impl Target {
+    /// Its folder under `bitstreams/`, and its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Sim => "sim",
+            Target::Alveo => "alveo",
+            Target::F1 => "f1",
+        }
+    }
 }
 
 /// Resource counts from synthesis, in the target family's primitives.

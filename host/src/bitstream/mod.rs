@@ -5,5 +5,5 @@
 mod manifest;
 mod tools;
 
-pub use manifest::{Manifest, Measured, Resources, Role, Target, default_dir, sha256_hex};
+pub use manifest::{Manifest, Measured, Resources, Role, Target, default_dir, manifest_path, sha256_hex};
 pub use tools::{LintOutcome, Synthesis, ToolError, lint, synthesize, tool_version};

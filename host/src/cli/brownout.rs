@@ -53,12 +53,7 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
     let kinds: Vec<ControllerKind> = if a.controller == "all" {
         ControllerKind::ALL.to_vec()
     } else {
-        vec![<ControllerKind as clap::ValueEnum>::from_str(&a.controller, true).map_err(|_| {
-            anyhow::anyhow!(
-                "unknown controller '{}': expected none, dimmer, pi, cascaded, cascaded-ff or all",
-                a.controller
-            )
-        })?]
+        vec![a.controller.parse::<ControllerKind>().map_err(|e| anyhow::anyhow!("{e}, or all"))?]
     };
     if !a.setpoint.is_finite() || a.setpoint <= 0.0 || a.seeds == 0 || a.duration == 0 {
         anyhow::bail!("--setpoint, --seeds and --duration must be above 0");

@@ -67,6 +67,19 @@ pub fn run() -> anyhow::Result<()> {
     }
 }
 
+/// A parser for one of a policy's named choices: `--help` lists `names`, the type's own `FromStr`
+/// parses (so the names live with the policy, and clap stays at this edge).
+pub fn named<T>(
+    names: impl IntoIterator<Item = &'static str>,
+) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: std::fmt::Display,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<T>().map_err(|e| e.to_string()))
+}
+
 /// Parses a duration such as `10s`, `2h` or `500ms`.
 pub fn parse_duration(s: &str) -> Result<u64, String> {
     humantime::parse_duration(s)

@@ -1,7 +1,9 @@
 //! Pool caps and brownout options, shared by `spork simulate` and `spork run`.
 
 use anyhow::bail;
-use spork::evaluate::{Plan, PoolBrownout};
+use spork::engine::{Plan, PoolBrownout};
+use spork::model::PerKind;
+use spork::policy::Caps;
 use spork::policy::Scheduler;
 use spork::policy::brownout::ControllerKind;
 
@@ -17,7 +19,7 @@ pub struct PoolArgs {
     pub max_fpga: Option<u32>,
     /// Brownout controller for requests' optional parts (see --optional-factor); each scheduler is
     /// shown without and with it.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::named::<ControllerKind>(ControllerKind::ALL.map(ControllerKind::name)))]
     pub brownout: Option<ControllerKind>,
     /// Brownout control period.
     #[arg(long, default_value = "500ms", value_parser = super::parse_duration)]
@@ -53,7 +55,7 @@ impl PoolArgs {
         };
         let mut plans = Vec::new();
         for &s in schedulers {
-            let plan = Plan { max_workers: [self.max_cpu, max_fpga], ..base(s) };
+            let plan = Plan { caps: Caps(PerKind::new(self.max_cpu, max_fpga)), ..base(s) };
             plans.push(plan);
             if let Some(controller) = self.brownout {
                 let setup = PoolBrownout {

@@ -8,14 +8,13 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
-use spork::bitstream::{self, Manifest};
-use spork::evaluate::{Plan, evaluate};
-use spork::model::time::{from_secs, to_secs};
+use spork::bitstream::{Manifest, Target, manifest_path};
+use spork::engine::Plan;
+use spork::model::time::to_secs;
 use spork::model::{Platform, Request, Time};
 use spork::policy::Scheduler;
-use spork::runtime::report::Prediction;
 use spork::runtime::work::KernelImage;
-use spork::runtime::{Board, FaultPlan, RunConfig, RunReport};
+use spork::runtime::{Board, Calibration, Fault, FaultPlan, RunConfig, RunReport};
 use spork::trace::{SizeSpec, file};
 use spork_golden::Kernel;
 
@@ -69,12 +68,12 @@ pub struct Args {
     /// Inject faults: `configure:N` fails the Nth FPGA configuration, `stall:N` stalls the Nth FPGA job
     /// past the kernel timeout (repeatable).
     #[arg(long, value_name = "FAULT")]
-    inject_fault: Vec<String>,
+    inject_fault: Vec<Fault>,
     /// FPGA workers: `sim` (the simulated board), `alveo` (a real board over XRT; feature `xrt`,
     /// --xclbin and --device) or `f1` (an AWS F1 slot; feature `f1`, --slot and --agfi). A real
     /// board or slot holds one FPGA worker at a time.
-    #[arg(long, default_value = "sim")]
-    board: String,
+    #[arg(long, value_enum, default_value = "sim")]
+    board: BoardArg,
     /// Alveo: the xclbin with the kernel and the mm2s/s2mm data movers (scripts/build-xclbin.sh).
     #[arg(long, value_name = "FILE")]
     xclbin: Option<PathBuf>,
@@ -111,6 +110,27 @@ fn parse_kernel(s: &str) -> Result<Kernel, String> {
         .ok_or_else(|| format!("unknown kernel '{s}': use sobel, bloom or dense"))
 }
 
+/// `--board`: what the FPGA workers are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum BoardArg {
+    /// The simulated board (Verilated RTL).
+    Sim,
+    /// An Alveo board over XRT.
+    Alveo,
+    /// An AWS F1 slot.
+    F1,
+}
+
+impl BoardArg {
+    fn target(self) -> Target {
+        match self {
+            BoardArg::Sim => Target::Sim,
+            BoardArg::Alveo => Target::Alveo,
+            BoardArg::F1 => Target::F1,
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Output<'a> {
     kernel: String,
@@ -120,22 +140,6 @@ struct Output<'a> {
     requests: usize,
     platform: &'a Platform,
     runs: &'a [RunReport],
-}
-
-fn faults(specs: &[String], timeout: Duration) -> anyhow::Result<FaultPlan> {
-    let mut plan = FaultPlan { stall: timeout + Duration::from_secs(1), ..FaultPlan::default() };
-    for s in specs {
-        let (what, n) = s.split_once(':').unwrap_or((s, ""));
-        let n: u64 = n.parse().ok().filter(|&n| n > 0).with_context(|| {
-            format!("--inject-fault {s}: expected configure:N or stall:N with N a positive count")
-        })?;
-        match what {
-            "configure" => plan.fail_configure.push(n as u32),
-            "stall" => plan.stall_jobs.push(n),
-            _ => bail!("--inject-fault {s}: unknown fault '{what}'; use configure:N or stall:N"),
-        }
-    }
-    Ok(plan)
 }
 
 /// The trace as requests: a file replays as written; a generated trace runs a b-model whose rate
@@ -188,63 +192,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "--fpga-speedup does not apply to a live run: the speedup is measured (board clock x items per cycle over the CPU reference's rate)"
         );
     }
-    let mut platform = args.platform.platform()?;
-    if args.platform.fpga_spinup.is_none() && args.platform.config.is_none() {
-        // Table 6's 10 s reconfiguration would take a third of a short demo; its 1 s alternative fits.
-        platform.fpga.spin_up = from_secs(1.0);
-    }
     if args.kernel_timeout == 0 {
         bail!("--kernel-timeout must be above 0 (e.g. 10s)");
     }
     // The board first: its pre-flight errors are what a user must fix before anything else.
     let board = board(&args)?;
-    // The board's own manifest: its clock and items per cycle make the measured speedup.
-    let target = if args.board == "sim" { "sim" } else { args.board.as_str() };
-    let manifest_path = bitstream::default_dir().join(target).join(format!("{}.toml", args.kernel.name()));
-    let (manifest_clock, items_per_cycle) = match Manifest::load(&manifest_path) {
-        Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
-        Err(_) if args.clock_mhz.is_some() && target != "sim" => (None, 1.0),
-        Err(e) => {
-            return Err(e).with_context(|| {
-                format!(
-                    "the {} kernel's manifest for the {target} board ({}; `spork hdl synth` for sim, \
-                     scripts/build-xclbin.sh for alveo; or give --clock-mhz)",
-                    args.kernel,
-                    manifest_path.display()
-                )
-            });
-        }
-    };
-    let clock_mhz = args.clock_mhz.or(manifest_clock).unwrap_or(250.0);
-    if !(clock_mhz.is_finite() && clock_mhz > 0.0) {
-        bail!("--clock-mhz {clock_mhz} must be a positive frequency");
-    }
     let image = Arc::new(KernelImage::new(args.kernel, args.seed));
-    let items_per_sec = image.calibrate(200_000);
-    let device_items_per_sec = clock_mhz * 1e6 * items_per_cycle;
-    platform.fpga.speedup = device_items_per_sec / items_per_sec;
+    let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
+    let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
+    let platform = calibration.apply(args.platform.platform()?, spin_up_given);
     platform.validate().context("the measured platform is not valid")?;
     let (reqs, horizon) = requests(&args)?;
-    let fault_plan = faults(&args.inject_fault, Duration::from_nanos(args.kernel_timeout))?;
+    let kernel_timeout = Duration::from_nanos(args.kernel_timeout);
+    let faults = FaultPlan::new(args.inject_fault.clone(), kernel_timeout);
     if !args.json {
-        eprintln!(
-            "{} kernel: CPU reference {:.3e} items/s on this machine; board {:.0} MHz x {:.3} items/cycle = {:.3e} items/s \
-             (measured speedup {:.2}x); {} requests over {:.0} s; FPGA reconfiguration {:.1} s configured + model load measured",
-            args.kernel,
-            items_per_sec,
-            clock_mhz,
-            items_per_cycle,
-            device_items_per_sec,
-            platform.fpga.speedup,
-            reqs.len(),
-            to_secs(horizon),
-            to_secs(platform.fpga.spin_up)
-        );
+        print_calibration(&args, &calibration, &platform, reqs.len(), horizon);
     }
-    // One physical board or slot: at most one FPGA worker on it at a time.
-    let fpga_limit = (!matches!(board, Board::Sim)).then_some(1);
     let has_optional = reqs.iter().any(|r| r.optional > 0);
-    let plans = args.pool.plans(&schedulers, has_optional, fpga_limit, Plan::new)?;
+    let base = |s| Plan { seed: args.seed, ..Plan::new(s) };
+    let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut runs = Vec::new();
     for plan in plans {
@@ -253,35 +219,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 plan.brownout.map_or(String::new(), |b| format!(" with brownout ({})", b.controller.name()));
             eprintln!("running {}{with} live ...", plan.scheduler);
         }
-        // Oracle schedulers get the trace's demand, and FPGA-static/-dynamic the headroom the
-        // evaluator's search finds for it, exactly as in `spork simulate`.
-        let predicted = evaluate(&platform, &reqs, &plan);
-        let demand =
-            plan.scheduler.needs_demand().then(|| Arc::new(spork::evaluate::demand(&platform, &reqs)));
         let cfg = RunConfig {
-            demand,
-            headroom: predicted.headroom.unwrap_or(0),
-            platform,
-            plan,
-            image: image.clone(),
-            clock_hz: clock_mhz * 1e6,
-            requests: reqs.clone(),
-            horizon,
-            items_per_sec,
-            seed: args.seed,
-            faults: fault_plan.clone(),
-            kernel_timeout: Duration::from_nanos(args.kernel_timeout),
+            board: board.clone(),
+            faults: faults.clone(),
+            kernel_timeout,
             stop: stop.clone(),
-            grace: Duration::from_secs(2),
             progress: !args.json,
             sysfs: args.sys.clone(),
-            board: board.clone(),
+            compare: !args.no_compare,
+            ..RunConfig::new(platform, plan, image.clone(), calibration, reqs.clone(), horizon)
         };
-        let mut report = spork::runtime::run(cfg).context("starting the runtime")?;
-        if !args.no_compare {
-            report.evaluator = Prediction::from_report(&predicted);
-        }
-        runs.push(report);
+        runs.push(spork::runtime::run(cfg).context("starting the runtime")?);
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
@@ -292,8 +240,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.json {
         let out = Output {
             kernel: args.kernel.to_string(),
-            cpu_items_per_s: items_per_sec,
-            clock_mhz,
+            cpu_items_per_s: calibration.items_per_sec,
+            clock_mhz: calibration.clock_hz / 1e6,
             measured_speedup: platform.fpga.speedup,
             requests: reqs.len(),
             platform: &platform,
@@ -307,13 +255,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The start-up line: what was measured, and the reconfiguration delay in force.
+fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests: usize, horizon: Time) {
+    eprintln!(
+        "{} kernel: CPU reference {:.3e} items/s on this machine; board {:.0} MHz x {:.3} items/cycle = {:.3e} items/s \
+         (measured speedup {:.2}x); {requests} requests over {:.0} s; FPGA reconfiguration {:.1} s configured + model load measured",
+        args.kernel,
+        c.items_per_sec,
+        c.clock_hz / 1e6,
+        c.items_per_cycle,
+        c.device_items_per_sec(),
+        platform.fpga.speedup,
+        to_secs(horizon),
+        to_secs(platform.fpga.spin_up)
+    );
+}
+
 /// The FPGA backend the options ask for, checked before anything runs.
 fn board(args: &Args) -> anyhow::Result<Board> {
-    match args.board.as_str() {
-        "sim" => Ok(Board::Sim),
-        "alveo" => alveo(args),
-        "f1" => f1(args),
-        other => bail!("--board {other}: use sim (the simulated board), alveo (XRT) or f1 (AWS F1)"),
+    match args.board {
+        BoardArg::Sim => Ok(Board::Sim),
+        BoardArg::Alveo => alveo(args),
+        BoardArg::F1 => f1(args),
     }
 }
 
@@ -353,7 +316,7 @@ fn f1(args: &Args) -> anyhow::Result<Board> {
     let agfi = match &args.agfi {
         Some(a) => a.clone(),
         None => {
-            let path = bitstream::default_dir().join("f1").join(format!("{}.toml", args.kernel.name()));
+            let path = manifest_path(Target::F1, args.kernel.name());
             let m = Manifest::load(&path)
                 .with_context(|| "no --agfi given, and no F1 manifest to take it from")?;
             m.agfi
@@ -386,8 +349,7 @@ fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
         bail!("--record-load: no FPGA was configured in these runs, so there is no load latency to record");
     }
     loads.sort_by(f64::total_cmp);
-    let target = if args.board == "sim" { "sim" } else { args.board.as_str() };
-    let path = bitstream::default_dir().join(target).join(format!("{}.toml", args.kernel.name()));
+    let path = manifest_path(args.board.target(), args.kernel.name());
     let mut m = Manifest::load(&path)
         .with_context(|| format!("--record-load needs the manifest {}", path.display()))?;
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
@@ -442,13 +404,13 @@ fn table(runs: &[RunReport]) -> Table {
         format!("{} ({:.3})", r.cpu_spin_ups, r.cpu_spin_up_measured_ms.median)
     }));
     t.add_row(row("energy CPU / FPGA (J, modelled)", &|r| {
-        format!("{:.0} / {:.0}", r.energy_j[0], r.energy_j[1])
+        format!("{:.0} / {:.0}", r.energy_j.cpu, r.energy_j.fpga)
     }));
-    t.add_row(row("cost ($)", &|r| format!("{:.5}", r.cost[0] + r.cost[1])));
+    t.add_row(row("cost ($)", &|r| format!("{:.5}", r.cost.total())));
     if runs.iter().any(|r| r.board_power_w.iter().any(Option::is_some)) {
         t.add_row(row("backend power, measured (W) CPU / FPGA", &|r| {
             let f = |p: Option<f64>| p.map_or("-".into(), |w| format!("{w:.1}"));
-            format!("{} / {}", f(r.board_power_w[0]), f(r.board_power_w[1]))
+            format!("{} / {}", f(r.board_power_w.cpu), f(r.board_power_w.fpga))
         }));
     }
     t.add_row(row("faults (config, timeout, kernel, mismatch)", &|r| {
@@ -473,9 +435,11 @@ fn table(runs: &[RunReport]) -> Table {
         format!("{:.1} / {:.1}", r.result_lag_ms.0, r.result_lag_ms.1)
     }));
     t.add_row(row("wall time (s)", &|r| format!("{:.1}", r.wall_s)));
-    t.add_row(row("evaluator: FPGA share / spin-ups / misses", &|r| {
-        let e = &r.evaluator;
-        format!("{:.1}% / {} / {:.2}%", 100.0 * e.fpga_share, e.fpga_spin_ups, 100.0 * e.miss_share)
+    t.add_row(row("evaluator: FPGA share / spin-ups / misses", &|r| match &r.evaluator {
+        Some(e) => {
+            format!("{:.1}% / {} / {:.2}%", 100.0 * e.fpga_share, e.fpga_spin_ups, 100.0 * e.miss_share)
+        }
+        None => "-".into(),
     }));
     t
 }

@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value = "spork-e")]
     scheduler: String,
     /// Dispatcher for every scheduler (default: each scheduler's own; MArk-ideal uses round robin).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::named::<DispatcherKind>(DispatcherKind::ALL.map(DispatcherKind::name)))]
     dispatcher: Option<DispatcherKind>,
     /// Trace options.
     #[command(flatten)]

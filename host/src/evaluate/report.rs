@@ -1,6 +1,6 @@
 //! Metrics of a run, as the paper reports them.
 
-use super::engine::Outcome;
+use crate::engine::Outcome;
 use crate::model::{EnergySplit, Kind, Platform, time::to_secs};
 use serde::Serialize;
 
@@ -115,20 +115,19 @@ impl Report {
             }
         };
         let (cpu, fpga) = (kind(Kind::Cpu), kind(Kind::Fpga));
-        let requests = outcome.served.iter().sum::<u64>();
+        let t = &outcome.tally;
+        let requests = t.served_total();
         let share = |n: u64| if requests == 0 { 0.0 } else { n as f64 / requests as f64 };
         let energy_j = cpu.energy.total_j() + fpga.energy.total_j();
         let cost = cpu.cost + fpga.cost;
         let (ideal_energy_j, ideal_cost) = ideal_fpga_only(to_secs(outcome.total_size));
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
-        let h = &outcome.latency_us;
-        let pct = |q: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(q) as f64 / 1e3 };
         Report {
             scheduler,
             dispatcher,
             headroom: None,
             requests,
-            rejected: outcome.rejected,
+            rejected: t.rejected,
             capped_spin_ups: outcome.capped,
             brownout: None,
             optional_ratio: if outcome.optional.0 == 0 {
@@ -136,14 +135,14 @@ impl Report {
             } else {
                 outcome.optional.1 as f64 / outcome.optional.0 as f64
             },
-            cpu_share: share(outcome.served[Kind::Cpu.index()]),
-            deadline_misses: outcome.misses,
-            miss_share: share(outcome.misses),
+            cpu_share: share(t.served[Kind::Cpu]),
+            deadline_misses: t.misses,
+            miss_share: share(t.misses),
             latency: Latency {
-                p50_ms: pct(0.5),
-                p95_ms: pct(0.95),
-                p99_ms: pct(0.99),
-                max_ms: h.max() as f64 / 1e3,
+                p50_ms: t.percentile_ms(0.5),
+                p95_ms: t.percentile_ms(0.95),
+                p99_ms: t.percentile_ms(0.99),
+                max_ms: t.latency_us.max() as f64 / 1e3,
             },
             cpu,
             fpga,

@@ -1,12 +1,14 @@
 //! What Spork reasons about: time, requests, worker specs, the worker pool and its accounting.
 
 pub mod ledger;
+pub mod per_kind;
 pub mod platform;
 pub mod pool;
 pub mod request;
 pub mod time;
 
 pub use ledger::{EnergySplit, Ledger};
+pub use per_kind::PerKind;
 pub use platform::{Kind, Platform, WorkerSpec};
 pub use pool::{Pool, WorkerId, WorkerState};
 pub use request::Request;

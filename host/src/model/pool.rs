@@ -1,12 +1,13 @@
 //! The worker pool: worker states plus the ordered indexes that make dispatch O(log n).
 //!
-//! Both drivers (the evaluator and the live runtime) own a `Pool` and change it only through its
-//! methods; policies read it through `&Pool`. Per worker type there are two ordered sets keyed by
+//! The engine owns the `Pool` and changes it only through its methods; policies read it through
+//! `&Pool`. Per worker type there are two ordered sets keyed by
 //! `busy_until` (when the worker's queue drains): one for active workers, one for workers still
 //! spinning up. Because a worker's queue is FIFO with known service times, "the busiest worker that
 //! can still meet a deadline" is the largest key at or below `deadline - service`, one range query.
 
 use super::ledger::Ledger;
+use super::per_kind::PerKind;
 use super::platform::Kind;
 use super::time::Time;
 use std::cmp::Reverse;
@@ -30,6 +31,9 @@ pub enum WorkerState {
     SpinningUp,
     /// Serving or idle.
     Active,
+    /// Taken out of dispatch by a surplus rule that enforces the target (MArk-ideal): it finishes its
+    /// queue and idles out unless it is taken back.
+    Draining,
     /// Releasing; gone at `off_at`.
     SpinningDown,
     /// Slot free.
@@ -63,11 +67,6 @@ pub struct Worker {
     pub served: u64,
     /// Workers of its type already allocated when it was allocated (the key of Algorithm 1's L).
     pub rank: u32,
-    /// Whether the driver has a pending idle timer for it.
-    pub timer_armed: bool,
-    /// Taken out of dispatch by an allocator that enforces its target; it finishes its queue and
-    /// idles out unless it is taken back.
-    pub draining: bool,
     /// Allocation order across both types (never reused): index packing's server number.
     pub seq: u64,
 }
@@ -109,16 +108,17 @@ pub enum Phase {
 pub struct Pool {
     slots: Vec<Worker>,
     free: BinaryHeap<Reverse<u32>>,
-    active: [BTreeSet<(Time, WorkerId)>; 2],
-    allocating: [BTreeSet<(Time, WorkerId)>; 2],
-    /// Dispatchable workers (spinning up or active, not draining) in allocation order.
+    active: PerKind<BTreeSet<(Time, WorkerId)>>,
+    allocating: PerKind<BTreeSet<(Time, WorkerId)>>,
+    /// Draining workers, lowest slot first (the order they are taken back in).
+    draining: PerKind<BTreeSet<WorkerId>>,
+    /// Dispatchable workers (spinning up or active) in allocation order.
     order: BTreeSet<(u64, WorkerId)>,
     next_seq: u64,
-    allocated: [u32; 2],
-    draining: [u32; 2],
-    spinning_down: [u32; 2],
-    peak: [u32; 2],
-    ledger: [Ledger; 2],
+    allocated: PerKind<u32>,
+    spinning_down: PerKind<u32>,
+    peak: PerKind<u32>,
+    ledger: PerKind<Ledger>,
 }
 
 impl Pool {
@@ -139,46 +139,46 @@ impl Pool {
 
     /// Workers of `kind` allocated and not being released (spinning up or active).
     pub fn allocated(&self, kind: Kind) -> u32 {
-        self.allocated[kind.index()]
+        self.allocated[kind]
     }
 
     /// Workers of `kind` allocated but draining (out of dispatch).
     pub fn draining(&self, kind: Kind) -> u32 {
-        self.draining[kind.index()]
+        self.draining[kind].len() as u32
     }
 
     /// Workers of `kind` spinning down.
     pub fn spinning_down(&self, kind: Kind) -> u32 {
-        self.spinning_down[kind.index()]
+        self.spinning_down[kind]
     }
 
     /// Workers of `kind` spinning up.
     pub fn spinning_up(&self, kind: Kind) -> u32 {
-        self.allocating[kind.index()].len() as u32
+        self.allocating[kind].len() as u32
     }
 
     /// The most workers of `kind` held at once (spinning up, active or spinning down).
     pub fn peak(&self, kind: Kind) -> u32 {
-        self.peak[kind.index()]
+        self.peak[kind]
     }
 
     /// Accounting of the released workers of `kind`.
     pub fn ledger(&self, kind: Kind) -> &Ledger {
-        &self.ledger[kind.index()]
+        &self.ledger[kind]
     }
 
     fn index_mut(&mut self, phase: Phase, kind: Kind) -> &mut BTreeSet<(Time, WorkerId)> {
         match phase {
-            Phase::Active => &mut self.active[kind.index()],
-            Phase::Allocating => &mut self.allocating[kind.index()],
+            Phase::Active => &mut self.active[kind],
+            Phase::Allocating => &mut self.allocating[kind],
         }
     }
 
     /// The ordered index of `phase` workers of `kind`, keyed by `(busy_until, id)`.
     pub fn index(&self, phase: Phase, kind: Kind) -> &BTreeSet<(Time, WorkerId)> {
         match phase {
-            Phase::Active => &self.active[kind.index()],
-            Phase::Allocating => &self.allocating[kind.index()],
+            Phase::Active => &self.active[kind],
+            Phase::Allocating => &self.allocating[kind],
         }
     }
 
@@ -194,8 +194,8 @@ impl Pool {
 
     /// The worker of `kind` (active or spinning up) whose queue drains first.
     pub fn earliest_free(&self, kind: Kind) -> Option<WorkerId> {
-        let a = self.active[kind.index()].first();
-        let b = self.allocating[kind.index()].first();
+        let a = self.active[kind].first();
+        let b = self.allocating[kind].first();
         match (a, b) {
             (Some(x), Some(y)) => Some(if x <= y { x.1 } else { y.1 }),
             (Some(x), None) | (None, Some(x)) => Some(x.1),
@@ -223,7 +223,7 @@ impl Pool {
         prewarm: Time,
         state: WorkerState,
     ) -> WorkerId {
-        let rank = self.allocated[kind.index()];
+        let rank = self.allocated[kind];
         let fresh = Worker {
             kind,
             state,
@@ -237,8 +237,6 @@ impl Pool {
             busy: 0,
             served: 0,
             rank,
-            timer_armed: false,
-            draining: false,
             seq: self.next_seq,
         };
         self.next_seq += 1;
@@ -254,10 +252,10 @@ impl Pool {
             }
         };
         self.order.insert((self.pool_seq(id), id));
-        self.allocated[kind.index()] += 1;
-        let held = self.allocated[kind.index()] + self.spinning_down[kind.index()];
-        self.peak[kind.index()] = self.peak[kind.index()].max(held);
-        let l = &mut self.ledger[kind.index()];
+        self.allocated[kind] += 1;
+        let held = self.allocated[kind] + self.spinning_down[kind];
+        self.peak[kind] = self.peak[kind].max(held);
+        let l = &mut self.ledger[kind];
         l.spin_ups += 1;
         l.spinning += spin;
         let phase = if state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
@@ -269,7 +267,7 @@ impl Pool {
         self.slots[id.index()].seq
     }
 
-    /// Dispatchable workers (spinning up or active, not draining), oldest allocation first.
+    /// Dispatchable workers (spinning up or active), oldest allocation first.
     pub fn in_allocation_order(&self) -> impl Iterator<Item = WorkerId> + '_ {
         self.order.iter().map(|&(_, id)| id)
     }
@@ -280,8 +278,8 @@ impl Pool {
         debug_assert_eq!(w.state, WorkerState::SpinningUp);
         w.state = WorkerState::Active;
         let (key, kind) = ((w.busy_until, id), w.kind);
-        self.allocating[kind.index()].remove(&key);
-        self.active[kind.index()].insert(key);
+        self.allocating[kind].remove(&key);
+        self.active[kind].insert(key);
     }
 
     /// Queues `service` of work on a worker; returns when it starts and finishes.
@@ -313,9 +311,9 @@ impl Pool {
         w.busy = w.busy.saturating_sub(undone);
         let old = (w.busy_until, id);
         w.busy_until = now;
-        let (kind, draining) = (w.kind, w.draining);
+        let kind = w.kind;
         let phase = match w.state {
-            WorkerState::Active if !draining => Some(Phase::Active),
+            WorkerState::Active => Some(Phase::Active),
             WorkerState::SpinningUp => Some(Phase::Allocating),
             _ => None,
         };
@@ -329,59 +327,48 @@ impl Pool {
     /// Takes an active worker out of dispatch: it keeps its queue and can be released once idle.
     pub fn drain(&mut self, id: WorkerId) {
         let w = &mut self.slots[id.index()];
-        debug_assert!(w.state == WorkerState::Active && !w.draining);
-        w.draining = true;
+        debug_assert_eq!(w.state, WorkerState::Active);
+        w.state = WorkerState::Draining;
         let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
-        self.active[kind.index()].remove(&key);
+        self.active[kind].remove(&key);
         self.order.remove(&(seq, id));
-        self.draining[kind.index()] += 1;
+        self.draining[kind].insert(id);
     }
 
     /// Returns a draining worker to dispatch.
     pub fn undrain(&mut self, id: WorkerId) {
         let w = &mut self.slots[id.index()];
-        debug_assert!(w.state == WorkerState::Active && w.draining);
-        w.draining = false;
+        debug_assert_eq!(w.state, WorkerState::Draining);
+        w.state = WorkerState::Active;
         let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
-        self.active[kind.index()].insert(key);
+        self.active[kind].insert(key);
         self.order.insert((seq, id));
-        self.draining[kind.index()] -= 1;
+        self.draining[kind].remove(&id);
     }
 
-    /// A draining worker of `kind`, if any (lowest slot first).
-    pub fn first_draining(&self, kind: Kind) -> Option<WorkerId> {
-        if self.draining[kind.index()] == 0 {
-            return None;
-        }
-        self.slots
-            .iter()
-            .position(|w| w.kind == kind && w.state == WorkerState::Active && w.draining)
-            .map(|i| WorkerId(i as u32))
+    /// Draining workers of `kind`, lowest slot first.
+    pub fn draining_workers(&self, kind: Kind) -> impl Iterator<Item = WorkerId> + '_ {
+        self.draining[kind].iter().copied()
     }
 
-    /// Sets whether the driver holds a pending idle timer for this worker.
-    pub fn set_timer_armed(&mut self, id: WorkerId, armed: bool) {
-        self.slots[id.index()].timer_armed = armed;
-    }
-
-    /// Starts releasing an idle active worker at `now`; it is gone at `now + spin_down`.
+    /// Starts releasing an idle worker (active or draining) at `now`; it is gone at `now + spin_down`.
     pub fn begin_spin_down(&mut self, id: WorkerId, now: Time, spin_down: Time) {
         let w = &mut self.slots[id.index()];
-        debug_assert_eq!(w.state, WorkerState::Active);
+        debug_assert!(matches!(w.state, WorkerState::Active | WorkerState::Draining));
         debug_assert!(w.busy_until <= now, "releasing a busy worker");
+        let was = w.state;
         w.state = WorkerState::SpinningDown;
         w.released_at = now;
         w.off_at = now + spin_down;
         let (key, kind, seq) = ((w.busy_until, id), w.kind, w.seq);
-        if w.draining {
-            w.draining = false;
-            self.draining[kind.index()] -= 1;
+        if was == WorkerState::Draining {
+            self.draining[kind].remove(&id);
         } else {
-            self.active[kind.index()].remove(&key);
+            self.active[kind].remove(&key);
             self.order.remove(&(seq, id));
         }
-        self.allocated[kind.index()] -= 1;
-        self.spinning_down[kind.index()] += 1;
+        self.allocated[kind] -= 1;
+        self.spinning_down[kind] += 1;
     }
 
     /// Completes a spin-down: the worker's totals go to the ledger and its slot is freed.
@@ -390,20 +377,20 @@ impl Pool {
         debug_assert_eq!(w.state, WorkerState::SpinningDown);
         w.state = WorkerState::Off;
         let kind = w.kind;
-        let l = &mut self.ledger[kind.index()];
+        let l = &mut self.ledger[kind];
         l.allocated += w.off_at - w.allocated_at + w.prewarm;
         l.spinning += w.off_at - w.released_at;
         l.busy += w.busy;
         l.served += w.served;
         let released = Released { kind, rank: w.rank, lifetime: w.released_at - w.allocated_at };
-        self.spinning_down[kind.index()] -= 1;
+        self.spinning_down[kind] -= 1;
         self.free.push(Reverse(id.0));
         released
     }
 
     /// Whether no worker is allocated or spinning down.
     pub fn is_empty(&self) -> bool {
-        self.allocated == [0, 0] && self.spinning_down == [0, 0]
+        self.allocated.total() == 0 && self.spinning_down.total() == 0
     }
 }
 

@@ -1,16 +1,28 @@
 //! Pure scheduling policy: no I/O, no clock, no threads.
 //!
-//! Policies read a view of the pool and telemetry and return decisions; the evaluator (virtual time)
-//! and the live runtime (wall time) drive the very same objects.
+//! Every rule of a scheduler lives here. Policies read a view of the pool and telemetry and return
+//! decisions; the engine ([`crate::engine`]) applies them, and its drivers (the evaluator in virtual
+//! time, the live runtime in wall time) only carry out the effects.
+//!
+//! - [`allocator`]: how many FPGAs to hold per interval (Algorithms 1 and 2, the baselines);
+//! - [`dispatch`]: where each request runs (Algorithm 3, round robin, index packing, the rescue path);
+//! - [`fleet`]: how the pool's FPGAs follow the target (which to release, drain or take back);
+//! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
+//! - [`release`]: when an idle worker may spin down;
+//! - [`brownout`]: the optional-part gate, its queue length and the controllers;
+//! - [`scheduler`]: the paper's named schedulers as compositions of the above.
 
 pub mod allocator;
 pub mod brownout;
+pub mod caps;
 pub mod dispatch;
+pub mod fleet;
 pub mod objective;
 pub mod release;
 pub mod scheduler;
 
 pub use allocator::{Allocator, Demand, IntervalStats};
+pub use caps::Caps;
 pub use dispatch::{Dispatcher, DispatcherKind, Fleet, Job, Placement};
 pub use objective::Objective;
 pub use scheduler::Scheduler;

@@ -4,6 +4,7 @@ use super::allocator::{
     Allocator, CpuDynamic, Demand, FpgaDynamic, FpgaStatic, MarkIdeal, SporkAllocator, SporkIdeal,
 };
 use super::dispatch::{DispatcherKind, Fleet};
+use super::fleet::Surplus;
 use super::objective::Objective;
 use crate::model::Platform;
 use std::fmt;
@@ -57,7 +58,7 @@ impl Scheduler {
     /// The dispatcher the paper pairs it with.
     pub fn default_dispatcher(&self) -> DispatcherKind {
         match self {
-            Scheduler::MarkIdeal => DispatcherKind::RoundRobin,
+            Scheduler::MarkIdeal => MarkIdeal::DISPATCHER,
             _ => DispatcherKind::EfficientFirst,
         }
     }
@@ -67,10 +68,13 @@ impl Scheduler {
         !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_))
     }
 
-    /// Whether FPGAs above the allocator's target are taken out of dispatch at once (MArk-ideal
-    /// terminates surplus instances; the others let surplus FPGAs idle out under their dispatcher).
-    pub fn drains_surplus(&self) -> bool {
-        matches!(self, Scheduler::MarkIdeal)
+    /// What happens to busy FPGAs above the allocator's target (MArk-ideal terminates surplus
+    /// instances; the others let them idle out under their dispatcher).
+    pub fn surplus(&self) -> Surplus {
+        match self {
+            Scheduler::MarkIdeal => MarkIdeal::SURPLUS,
+            _ => Surplus::IdleOut,
+        }
     }
 
     /// Whether the evaluator must search its headroom.

@@ -1,20 +1,82 @@
-//! The live runtime: the evaluator's policy objects driven in wall time on real workers.
+//! The live runtime: the engine driven in wall time on real workers.
 //!
-//! A load-generator thread replays the trace, building each request's real input data; the
-//! dispatcher (one tokio task on the calling thread) feeds arrivals, interval ticks and worker
-//! timers to the same [`Engine`] the evaluator uses and carries out what it decides on worker
-//! threads: CPU workers run the software reference, simulated-board slots run the Verilated RTL
-//! (every FPGA result checked against the reference). FPGA latency is taken on the board's own
-//! timeline (queueing + cycles / clock), because the Verilated model runs slower than the board
-//! would; that simulation lag is measured and reported beside it.
+//! A load-generator thread ([`loadgen`]) replays the trace, building each request's real input
+//! data; the dispatcher loop ([`driver`]: one tokio task on the calling thread) feeds arrivals,
+//! interval ticks and worker timers to the same [`Engine`] the evaluator drives, built by the same
+//! constructor, and the engine's decisions start and stop real workers through the [`fleet`] sink:
+//! CPU workers run the software reference, simulated-board slots run the Verilated RTL (every FPGA
+//! result checked against the reference), real boards run over XRT. FPGA latency is taken on the
+//! board's own timeline (queueing + cycles / clock), because the Verilated model runs slower than the
+//! board would; that simulation lag is measured and reported beside it.
 
 pub mod backend;
+pub mod calibrate;
+pub mod clock;
+mod config;
 mod driver;
+pub mod faults;
+mod fleet;
+mod inflight;
+mod loadgen;
+mod meters;
+pub mod prediction;
+mod progress;
 pub mod report;
+pub mod stats;
 pub mod stream;
 pub mod trace;
 pub mod work;
 pub mod worker;
 
-pub use driver::{Board, FaultPlan, RunConfig, run};
+pub use backend::Board;
+pub use calibrate::Calibration;
+pub use clock::Clock;
+pub use config::RunConfig;
+pub use faults::{Fault, FaultPlan};
+pub use prediction::Prediction;
 pub use report::RunReport;
+
+use crate::engine::{Engine, Oracle, Outcome, replay, search_headroom};
+
+/// Runs `cfg` live and reports; blocks until every request is answered or rejected.
+pub fn run(cfg: RunConfig) -> std::io::Result<RunReport> {
+    let (oracle, predicted) = prepare(&cfg);
+    run_prepared(cfg, oracle, predicted, Clock::start())
+}
+
+/// [`run`] on `clock` (tests move it forward to let a grace period pass at once).
+pub fn run_on(cfg: RunConfig, clock: Clock) -> std::io::Result<RunReport> {
+    let (oracle, predicted) = prepare(&cfg);
+    run_prepared(cfg, oracle, predicted, clock)
+}
+
+fn run_prepared(
+    cfg: RunConfig,
+    oracle: Oracle,
+    predicted: Option<Outcome>,
+    clock: Clock,
+) -> std::io::Result<RunReport> {
+    let engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
+    let (outcome, st, meters, end) = rt.block_on(driver::drive(&cfg, engine, clock))?;
+    let mut report = RunReport::new(&cfg, &outcome, st, end);
+    report.meters = meters;
+    report.evaluator = predicted.map(|o| Prediction::from_outcome(&o, &cfg.platform));
+    Ok(report)
+}
+
+/// What the scheduler is told in advance (the trace's demand for oracle schedulers, the searched
+/// headroom for FPGA-static and FPGA-dynamic) and, unless `cfg.compare` is off, the same run in
+/// virtual time: the engine's prediction, from the same constructor, seed and trace.
+fn prepare(cfg: &RunConfig) -> (Oracle, Option<Outcome>) {
+    let (platform, plan, horizon) = (&cfg.platform, &cfg.plan, cfg.horizon);
+    let requests = || cfg.requests.iter().copied();
+    let oracle = Oracle::demand_of(platform, plan, horizon, requests());
+    if plan.scheduler.searches_headroom() {
+        let found = search_headroom(platform, plan, &oracle, requests, horizon);
+        return (oracle.with_headroom(found.headroom), Some(found.outcome).filter(|_| cfg.compare));
+    }
+    let predicted =
+        cfg.compare.then(|| replay(Engine::new(*platform, plan, &oracle), requests(), horizon, &mut ()));
+    (oracle, predicted)
+}

@@ -6,29 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::backend::{Backend, BackendError, Configured, Power};
+use super::clock::Clock;
 use super::work::{Answer, KernelImage, Work};
 use crate::model::{Kind, Time, WorkerId};
-
-/// Wall time since the run started, in the policy's integer nanoseconds.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock(pub Instant);
-
-impl Clock {
-    /// Now.
-    pub fn now(&self) -> Time {
-        self.0.elapsed().as_nanos() as Time
-    }
-
-    /// The instant of `t`.
-    pub fn instant(&self, t: Time) -> Instant {
-        self.0 + Duration::from_nanos(t)
-    }
-}
 
 /// A job as a worker receives it.
 #[derive(Clone, Debug)]

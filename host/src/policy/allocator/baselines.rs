@@ -110,34 +110,3 @@ impl Allocator for SporkIdeal {
         self.needed(s.index + 1)
     }
 }
-
-/// MArk-ideal: cost-optimised with perfect predictions two intervals ahead. An FPGA spun up now lives
-/// at least two intervals (spin-up, then its idle timeout), so MArk-ideal holds only the FPGAs that pay
-/// for themselves (cost breakeven) in both of the next two intervals; bursts go to CPUs. Paired with
-/// round-robin dispatch.
-#[derive(Clone, Debug)]
-pub struct MarkIdeal {
-    demand: Arc<Demand>,
-    breakeven_s: f64,
-}
-
-impl MarkIdeal {
-    /// Perfect two-interval predictions from `demand`.
-    pub fn new(demand: Arc<Demand>, platform: &Platform) -> Self {
-        MarkIdeal { demand, breakeven_s: Objective::COST.breakeven_secs(platform) }
-    }
-
-    fn needed(&self, t: usize) -> u32 {
-        let work = self.demand.work(t).min(self.demand.work(t + 1));
-        needed_fpgas(work, self.demand.interval_s, self.breakeven_s)
-    }
-}
-
-impl Allocator for MarkIdeal {
-    fn initial(&mut self) -> u32 {
-        self.needed(0)
-    }
-    fn plan(&mut self, s: &IntervalStats) -> u32 {
-        self.needed(s.index + 1)
-    }
-}

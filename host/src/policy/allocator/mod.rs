@@ -8,10 +8,12 @@
 
 mod baselines;
 mod demand;
+mod mark_ideal;
 mod spork;
 
-pub use baselines::{CpuDynamic, FpgaDynamic, FpgaStatic, MarkIdeal, SporkIdeal};
+pub use baselines::{CpuDynamic, FpgaDynamic, FpgaStatic, SporkIdeal};
 pub use demand::{Demand, needed_fpgas};
+pub use mark_ideal::MarkIdeal;
 pub use spork::{Histogram, SporkAllocator};
 
 use crate::model::{Time, pool::Released};

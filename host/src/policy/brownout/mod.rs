@@ -13,6 +13,7 @@ pub use cascaded::Cascaded;
 pub use dimmer::Dimmer;
 pub use pi::EventPi;
 
+use crate::model::Request;
 use serde::Serialize;
 
 /// What the gate is set to.
@@ -79,7 +80,7 @@ impl Controller for AlwaysOptional {
 }
 
 /// The controllers by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ControllerKind {
     /// No brownout.
@@ -127,10 +128,65 @@ impl ControllerKind {
     }
 }
 
+/// An unknown controller name.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("unknown controller '{0}': expected none, dimmer, pi, cascaded or cascaded-ff")]
+pub struct UnknownController(pub String);
+
+impl std::str::FromStr for ControllerKind {
+    type Err = UnknownController;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ControllerKind::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownController(s.to_string()))
+    }
+}
+
+/// The queue length the gate sees on a pool of many queues: requests outstanding (dispatched and not
+/// finished, the new one included) per allocated worker, rounded up. With one worker this is the
+/// single-server queue length of the brownout papers.
+pub fn pool_queue(outstanding: usize, workers: u32) -> u32 {
+    (outstanding as u64 + 1).div_ceil(u64::from(workers.max(1))) as u32
+}
+
+/// A request as it is to be dispatched: without brownout (`gate` is `None`) every optional part runs;
+/// with it, the gate decides, asked only for requests that carry an optional part. A request whose
+/// part is skipped goes on without it, also when it is re-dispatched after a failure.
+pub fn admit(r: Request, gate: Option<impl FnOnce() -> bool>) -> Request {
+    let serve = r.optional > 0 && gate.is_none_or(|g| g());
+    if serve { r } else { Request { optional: 0, ..r } }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn pool_queue_is_outstanding_per_worker_rounded_up() {
+        assert_eq!(pool_queue(0, 0), 1, "a lone request on an empty pool");
+        assert_eq!(pool_queue(3, 2), 2);
+        assert_eq!(pool_queue(4, 2), 3);
+    }
+
+    #[test]
+    fn admit_asks_the_gate_only_for_requests_with_an_optional_part() {
+        let with = Request { arrival: 0, size: 1, optional: 2 };
+        let without = Request { optional: 0, ..with };
+        assert_eq!(admit(with, None::<fn() -> bool>), with);
+        assert_eq!(admit(with, Some(|| false)), without);
+        assert_eq!(admit(without, Some(|| -> bool { panic!("gate asked") })), without);
+    }
+
+    #[test]
+    fn controller_names_round_trip() {
+        for c in ControllerKind::ALL {
+            assert_eq!(c.name().parse::<ControllerKind>(), Ok(c));
+        }
+        assert!("cascade".parse::<ControllerKind>().is_err());
+    }
 
     proptest! {
         /// A lower threshold never serves optional content where a higher one would not.

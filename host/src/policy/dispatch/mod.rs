@@ -81,7 +81,7 @@ pub enum Dispatcher {
 }
 
 /// Names of the dispatchers, as the CLI spells them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DispatcherKind {
     /// Algorithm 3: FPGAs before CPUs; busiest, then least idle, then allocating.
@@ -93,6 +93,10 @@ pub enum DispatcherKind {
 }
 
 impl DispatcherKind {
+    /// Every dispatcher.
+    pub const ALL: [DispatcherKind; 3] =
+        [DispatcherKind::EfficientFirst, DispatcherKind::RoundRobin, DispatcherKind::IndexPacking];
+
     /// A fresh dispatcher for `fleet`, whose FPGAs take `fpga_spin_up` to spin up.
     pub fn build(self, fleet: Fleet, fpga_spin_up: Time) -> Dispatcher {
         match self {
@@ -135,15 +139,27 @@ impl Dispatcher {
     }
 }
 
-/// Where a request goes when its dispatcher asked for a spin-up that a cap on the pool refuses: the
-/// allowed worker that frees up first (a likely miss), or none when the fleet holds no worker at all
-/// (the driver then rejects the request and counts it).
-pub fn when_capped(pool: &Pool, fleet: Fleet, now: Time) -> Option<WorkerId> {
-    Kind::ALL
-        .into_iter()
-        .filter(|&k| fleet.allows(k))
-        .filter_map(|k| pool.earliest_free(k))
-        .min_by_key(|&w| pool.worker(w).start_at(now))
+/// An unknown dispatcher name.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("unknown dispatcher '{0}': expected efficient-first, round-robin or index-packing")]
+pub struct UnknownDispatcher(pub String);
+
+impl std::str::FromStr for DispatcherKind {
+    type Err = UnknownDispatcher;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DispatcherKind::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownDispatcher(s.to_string()))
+    }
+}
+
+/// Where requests go after the worker they were booked on failed: efficient-first over CPUs only,
+/// whatever the scheduler's fleet (CPUs are the fallback: a new one is ready in milliseconds), with
+/// the request's original deadline.
+pub fn rescue(fpga_spin_up: Time) -> Dispatcher {
+    DispatcherKind::EfficientFirst.build(Fleet::CPU_ONLY, fpga_spin_up)
 }
 
 /// What every dispatcher does when no allocated worker can meet the deadline.

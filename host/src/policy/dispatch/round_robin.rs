@@ -31,7 +31,7 @@ impl RoundRobin {
         for k in 0..n {
             let i = (self.next + k) % n;
             let w = &slots[i];
-            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp) && !w.draining;
+            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp);
             if live && self.fleet.allows(w.kind) && can_meet(pool, WorkerId(i as u32), job, now) {
                 self.next = i + 1;
                 return Placement::Assign(WorkerId(i as u32));

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{Backend, BackendError, Configured, Executed, Health, Power};
+use super::{Backend, BackendError, Configured, Executed, Power};
 use crate::model::{Kind, WorkerSpec};
 use crate::power::AlveoSysfs;
 use crate::runtime::stream;
@@ -38,22 +38,12 @@ pub struct AlveoBoard {
     meter: Option<AlveoSysfs>,
     /// Power from `xbutil` when sysfs has no sensor (read at configuration).
     xbutil_w: Option<f64>,
-    health: Health,
 }
 
 impl AlveoBoard {
     /// A board worker; nothing is opened until `configure`.
     pub fn new(cfg: AlveoConfig, spec: WorkerSpec) -> AlveoBoard {
-        AlveoBoard {
-            cfg,
-            spec,
-            device: None,
-            uuid: [0; 16],
-            image: None,
-            meter: None,
-            xbutil_w: None,
-            health: Health::Starting,
-        }
+        AlveoBoard { cfg, spec, device: None, uuid: [0; 16], image: None, meter: None, xbutil_w: None }
     }
 
     fn open(&self) -> Result<Device, XrtError> {
@@ -123,7 +113,6 @@ impl Backend for AlveoBoard {
         if self.meter.is_none() {
             self.xbutil_w = crate::power::xbutil_power(&self.cfg.device).ok();
         }
-        self.health = Health::Ready;
         Ok(Configured { measured: took, configured_delay: Duration::ZERO })
     }
 
@@ -140,9 +129,5 @@ impl Backend for AlveoBoard {
             Some(w) => Power { watts: w, measured: true },
             None => Power { watts: self.spec.idle_power_w, measured: false },
         }
-    }
-
-    fn health(&self) -> Health {
-        self.health.clone()
     }
 }

@@ -8,7 +8,7 @@ use spork_golden::Kernel;
 use spork_sim::Model;
 use spork_sim::kernels::{Bloom, Dense, Sobel};
 
-use super::{Backend, BackendError, Configured, Executed, Health, Power};
+use super::{Backend, BackendError, Configured, Executed, Power};
 use crate::model::{Kind, WorkerSpec};
 use crate::runtime::work::{KernelImage, Output, Payload};
 
@@ -28,7 +28,6 @@ pub struct SimBoardSlot {
     // The driver holds an instance of the model; the model (library) is kept after it.
     loaded: Option<Loaded>,
     model: Option<Model>,
-    health: Health,
     busy: bool,
 }
 
@@ -36,16 +35,7 @@ impl SimBoardSlot {
     /// A slot clocked at `clock_hz`, whose reconfiguration also takes `delay`; `fail` injects a
     /// configuration failure.
     pub fn new(clock_hz: f64, delay: Duration, spec: WorkerSpec, fail: bool) -> SimBoardSlot {
-        SimBoardSlot {
-            clock_hz,
-            delay,
-            spec,
-            fail,
-            loaded: None,
-            model: None,
-            health: Health::Starting,
-            busy: false,
-        }
+        SimBoardSlot { clock_hz, delay, spec, fail, loaded: None, model: None, busy: false }
     }
 
     fn load(&mut self, image: &KernelImage) -> Result<(), BackendError> {
@@ -93,19 +83,10 @@ impl Backend for SimBoardSlot {
         let start = Instant::now();
         if self.fail {
             let reason = "injected fault: the board rejected the image".to_string();
-            self.health = Health::Failed(reason.clone());
             return Err(BackendError::Configure { what: image.kernel.to_string(), reason });
         }
-        match self.load(image) {
-            Ok(()) => {
-                self.health = Health::Ready;
-                Ok(Configured { measured: start.elapsed(), configured_delay: self.delay })
-            }
-            Err(e) => {
-                self.health = Health::Failed(e.to_string());
-                Err(e)
-            }
-        }
+        self.load(image)?;
+        Ok(Configured { measured: start.elapsed(), configured_delay: self.delay })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {
@@ -135,9 +116,5 @@ impl Backend for SimBoardSlot {
             watts: if self.busy { self.spec.busy_power_w } else { self.spec.idle_power_w },
             measured: false,
         }
-    }
-
-    fn health(&self) -> Health {
-        self.health.clone()
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Backend, BackendError, Configured, Executed, Health, Power};
+use super::{Backend, BackendError, Configured, Executed, Power};
 use crate::model::{Kind, WorkerSpec};
 use crate::runtime::work::{KernelImage, Payload};
 
@@ -48,9 +48,5 @@ impl Backend for CpuWorker {
             watts: if self.busy { self.spec.busy_power_w } else { self.spec.idle_power_w },
             measured: false,
         }
-    }
-
-    fn health(&self) -> Health {
-        if self.image.is_some() { Health::Ready } else { Health::Starting }
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Backend, BackendError, Configured, Executed, Health, Power};
+use super::{Backend, BackendError, Configured, Executed, Power};
 use crate::f1::FpgaMgmt;
 use crate::model::{Kind, WorkerSpec};
 use crate::runtime::work::{KernelImage, Payload};
@@ -32,7 +32,6 @@ pub struct F1Slot {
     mgmt: Option<FpgaMgmt>,
     #[cfg(feature = "xrt")]
     data: Option<super::AlveoBoard>,
-    health: Health,
 }
 
 impl F1Slot {
@@ -44,7 +43,6 @@ impl F1Slot {
             mgmt: None,
             #[cfg(feature = "xrt")]
             data: None,
-            health: Health::Starting,
         }
     }
 }
@@ -76,7 +74,6 @@ impl Backend for F1Slot {
             self.data = Some(data);
         }
         let _ = image;
-        self.health = Health::Ready;
         Ok(Configured { measured: took, configured_delay: Duration::ZERO })
     }
 
@@ -97,9 +94,5 @@ impl Backend for F1Slot {
             Some((_, now)) => Power { watts: now as f64, measured: true },
             None => Power { watts: self.spec.idle_power_w, measured: false },
         }
-    }
-
-    fn health(&self) -> Health {
-        self.health.clone()
     }
 }

@@ -1,5 +1,5 @@
-//! Workers behind one trait: configure with a kernel image (measured), run a job, report power and
-//! health. Each worker runs on its own OS thread (see [`super::worker`]).
+//! Workers behind one trait: configure with a kernel image (measured), run a job, report power.
+//! Each worker runs on its own OS thread (see [`super::worker`]); [`spawn`] builds the backend for one.
 
 #[cfg(feature = "xrt")]
 mod alveo;
@@ -15,10 +15,64 @@ pub use cpu::CpuWorker;
 #[cfg(feature = "f1")]
 pub use f1::{F1Config, F1Slot};
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::work::{KernelImage, Output, Payload};
-use crate::model::Kind;
+use crate::model::{Kind, Platform};
+
+/// What the FPGA workers are.
+#[derive(Clone, Debug)]
+pub enum Board {
+    /// Slots of the simulated board (Verilated RTL).
+    Sim,
+    /// An Alveo board over XRT.
+    #[cfg(feature = "xrt")]
+    Alveo(AlveoConfig),
+    /// An AWS F1 slot.
+    #[cfg(feature = "f1")]
+    F1(F1Config),
+}
+
+impl Board {
+    /// How reports name it: "sim", "alveo <device>" or "f1 slot <n> (<agfi>)".
+    pub fn describe(&self) -> String {
+        match self {
+            Board::Sim => "sim".into(),
+            #[cfg(feature = "xrt")]
+            Board::Alveo(c) => format!("alveo {}", c.device),
+            #[cfg(feature = "f1")]
+            Board::F1(c) => format!("f1 slot {} ({})", c.slot, c.agfi),
+        }
+    }
+
+    /// A real board or slot holds one FPGA worker at a time; the simulated board any number.
+    pub fn fpga_limit(&self) -> Option<u32> {
+        (!matches!(self, Board::Sim)).then_some(1)
+    }
+}
+
+/// The backend of a new worker of `kind`: a CPU thread running the reference, or a slot of `board`
+/// clocked at `clock_hz`, each with the profile's configured spin-up delay; `fail_configure` injects a
+/// configuration failure (simulated board).
+pub fn spawn(
+    kind: Kind,
+    board: &Board,
+    platform: &Platform,
+    clock_hz: f64,
+    fail_configure: bool,
+) -> Box<dyn Backend> {
+    let delay = |k: Kind| Duration::from_nanos(platform.spec(k).spin_up);
+    match (kind, board) {
+        (Kind::Cpu, _) => Box::new(CpuWorker::new(platform.cpu, delay(Kind::Cpu), Instant::now())),
+        (Kind::Fpga, Board::Sim) => {
+            Box::new(SimBoardSlot::new(clock_hz, delay(Kind::Fpga), platform.fpga, fail_configure))
+        }
+        #[cfg(feature = "xrt")]
+        (Kind::Fpga, Board::Alveo(c)) => Box::new(AlveoBoard::new(c.clone(), platform.fpga)),
+        #[cfg(feature = "f1")]
+        (Kind::Fpga, Board::F1(c)) => Box::new(F1Slot::new(c.clone(), platform.fpga)),
+    }
+}
 
 /// A worker failure.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -67,17 +121,6 @@ pub struct Power {
     pub measured: bool,
 }
 
-/// Whether a worker can take jobs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Health {
-    /// Not configured yet.
-    Starting,
-    /// Configured and serving.
-    Ready,
-    /// Failed; the reason.
-    Failed(String),
-}
-
 /// A worker backend.
 pub trait Backend: Send {
     /// CPU or FPGA.
@@ -88,6 +131,4 @@ pub trait Backend: Send {
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError>;
     /// Current power draw.
     fn power(&self) -> Power;
-    /// Current health.
-    fn health(&self) -> Health;
 }

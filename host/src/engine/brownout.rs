@@ -1,14 +1,13 @@
-//! Brownout on a Spork pool, the evaluator's side: measuring what a brownout controller needs and asking
-//! its gate per request. The controller and gate are the pure policy of [`crate::policy::brownout`].
+//! Brownout on a pool, the engine's side: measuring what a brownout controller needs and asking its
+//! gate per request. The controller, the gate and the gate's queue length are the pure policy of
+//! [`crate::policy::brownout`].
 //!
-//! A pool has many queues, so the gate's queue length is the number of outstanding requests (dispatched
-//! and not finished, the new one included) per allocated worker, rounded up. Response times are measured
-//! relative to each request's deadline (1.0 = at the deadline), so one set-point serves any request size;
-//! the default set-point is the deadline itself. A request's response is counted in the control period
-//! in which it completes.
+//! Response times are measured relative to each request's deadline (1.0 = at the deadline), so one
+//! set-point serves any request size; the default set-point is the deadline itself. A request's
+//! response is counted in the control period in which it completes.
 
 use crate::model::Time;
-use crate::policy::brownout::{Controller, ControllerKind, Knob, Period};
+use crate::policy::brownout::{Controller, ControllerKind, Knob, Period, pool_queue};
 use rand::{RngExt, SeedableRng, rngs::Xoshiro256PlusPlus};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -24,8 +23,8 @@ pub struct PoolBrownout {
     pub setpoint: f64,
 }
 
-/// The evaluator's brownout loop for one run.
-pub struct Driver {
+/// The brownout loop of one run.
+pub(super) struct BrownoutLoop {
     controller: Box<dyn Controller>,
     knob: Knob,
     period: Time,
@@ -38,10 +37,6 @@ pub struct Driver {
     recent_queue: VecDeque<f64>,
     window: usize,
     rng: Xoshiro256PlusPlus,
-    /// Requests that had an optional part.
-    pub offered: u64,
-    /// Requests whose optional part ran.
-    pub served: u64,
 }
 
 fn p95(v: &mut [f64]) -> Option<f64> {
@@ -52,12 +47,12 @@ fn p95(v: &mut [f64]) -> Option<f64> {
     Some(v[((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1])
 }
 
-impl Driver {
+impl BrownoutLoop {
     /// A loop for `setup`, its dimmer draws seeded with `seed`.
     pub fn new(setup: PoolBrownout, seed: u64) -> Self {
         let controller = setup.controller.build(setup.setpoint);
         let period = setup.period.max(1);
-        Driver {
+        BrownoutLoop {
             knob: controller.knob(),
             controller,
             period,
@@ -71,8 +66,6 @@ impl Driver {
             // Queue averaged over the last period plus the set-point (in periods, at least one).
             window: 2,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xb0_0000),
-            offered: 0,
-            served: 0,
         }
     }
 
@@ -87,14 +80,11 @@ impl Driver {
         while self.outstanding.peek().is_some_and(|Reverse(f)| *f <= now) {
             self.outstanding.pop();
         }
-        let q = (self.outstanding.len() as u64 + 1).div_ceil(u64::from(workers.max(1))) as u32;
+        let q = pool_queue(self.outstanding.len(), workers);
         self.arrivals += 1;
         self.queue_sum += f64::from(q);
         self.queue_n += 1;
-        self.offered += 1;
-        let serve = self.knob.serve_optional(q, self.rng.random::<f64>());
-        self.served += u64::from(serve);
-        serve
+        self.knob.serve_optional(q, self.rng.random::<f64>())
     }
 
     /// A request dispatched now finishes at `finish` with `relative` = response / deadline span.

@@ -1,0 +1,388 @@
+//! The engine: the pool, the policy objects, the worker timers and the interval-tick schedule.
+
+use super::brownout::BrownoutLoop;
+use super::effects::{Arrival, Assignment, Effects};
+use super::outcome::{Outcome, Tally};
+use super::plan::{Oracle, Plan};
+use super::timers::{Due, Timer, Timers};
+use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
+use crate::policy::brownout::admit;
+use crate::policy::fleet::{Change, Reconcile};
+use crate::policy::release::may_release;
+use crate::policy::{Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Placement, dispatch};
+
+/// One run of a scheduler, in whatever clock its driver keeps.
+pub struct Engine {
+    platform: Platform,
+    allocator: Box<dyn Allocator>,
+    dispatcher: Dispatcher,
+    /// Efficient-first over CPUs only: where requests go after their worker failed.
+    rescue: Dispatcher,
+    fleet: Fleet,
+    reconcile: Reconcile,
+    caps: Caps,
+    brownout: Option<BrownoutLoop>,
+    pool: Pool,
+    timers: Timers,
+    target: u32,
+    /// Service booked per type in the current interval (Algorithm 1's F and C).
+    work: PerKind<Time>,
+    tally: Tally,
+    total_size: Time,
+    events: u64,
+    capped: u64,
+    /// Requests that arrived with an optional part, and those whose part the gate let run.
+    optional: (u64, u64),
+    /// The trace length: interval ticks run until it, then the pool drains.
+    horizon: Time,
+    /// The next interval tick (`None` once the pool drains).
+    next_tick: Option<Time>,
+    intervals: u64,
+}
+
+impl Engine {
+    /// A run of `plan` on `platform`, its oracle schedulers told `oracle`. Every driver builds its
+    /// engine here, so a live run and its prediction hold the same policy objects and seeds.
+    pub fn new(platform: Platform, plan: &Plan, oracle: &Oracle) -> Self {
+        let allocator = plan.scheduler.allocator(&platform, oracle.demand.as_ref(), oracle.headroom);
+        Self::with_allocator(platform, plan, allocator)
+    }
+
+    /// [`Engine::new`] with another allocator in place of the scheduler's own (a research allocator,
+    /// a bench's fixed pool); everything else is `plan`'s.
+    pub fn with_allocator(platform: Platform, plan: &Plan, allocator: Box<dyn Allocator>) -> Self {
+        let dispatcher = plan.dispatcher().build(plan.scheduler.fleet(), platform.fpga.spin_up);
+        let reconcile = Reconcile {
+            idle_timeout: platform.idle_timeout(Kind::Fpga),
+            surplus: plan.scheduler.surplus(),
+            caps: plan.caps,
+        };
+        Engine {
+            allocator,
+            fleet: dispatcher.fleet(),
+            dispatcher,
+            rescue: dispatch::rescue(platform.fpga.spin_up),
+            reconcile,
+            caps: plan.caps,
+            brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
+            platform,
+            pool: Pool::new(),
+            timers: Timers::default(),
+            target: 0,
+            work: PerKind::default(),
+            tally: Tally::default(),
+            total_size: 0,
+            events: 0,
+            capped: 0,
+            optional: (0, 0),
+            horizon: 0,
+            next_tick: None,
+            intervals: 0,
+        }
+    }
+
+    /// The pool as the policy sees it.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The current FPGA target.
+    pub fn target(&self) -> u32 {
+        self.target
+    }
+
+    /// What has been booked so far.
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+
+    /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs, warm at time 0,
+    /// and the first interval tick due at 0.
+    pub fn begin(&mut self, horizon: Time, fx: &mut impl Effects) {
+        let initial = self.caps.clip(Kind::Fpga, self.allocator.initial());
+        for _ in 0..initial {
+            let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
+            fx.spin_up(id, Kind::Fpga, 0);
+            self.arm(id, 0);
+        }
+        self.target = initial;
+        self.horizon = horizon;
+        self.next_tick = Some(0);
+    }
+
+    /// When the next interval tick, worker timer or (with `brownout`) brownout control period is due.
+    pub fn next_event(&self, brownout: bool) -> Option<Time> {
+        let period = self.brownout_due(brownout);
+        [self.next_tick, self.timers.next(), period].into_iter().flatten().min()
+    }
+
+    fn brownout_due(&self, brownout: bool) -> Option<Time> {
+        self.brownout.as_ref().filter(|_| brownout).map(BrownoutLoop::next_tick)
+    }
+
+    /// Runs everything due at or before `now`, in time order: interval ticks (at the horizon, the
+    /// pool starts draining), worker timers, and with `brownout` the brownout control periods. At
+    /// equal times ticks go first, so that an idle check falling on a tick is judged against the new
+    /// plan, then timers, then control periods.
+    pub fn advance(&mut self, now: Time, brownout: bool, fx: &mut impl Effects) {
+        loop {
+            let tick = self.next_tick.filter(|&t| t <= now);
+            let timer = self.timers.next().filter(|&t| t <= now);
+            let period = self.brownout_due(brownout).filter(|&t| t <= now);
+            self.events += 1;
+            match (tick, timer, period) {
+                (Some(t), tm, p) if tm.is_none_or(|tm| t <= tm) && p.is_none_or(|p| t <= p) => {
+                    self.on_tick(t, fx)
+                }
+                (_, Some(tm), p) if p.is_none_or(|p| tm <= p) => {
+                    let Some(due) = self.timers.pop() else { break };
+                    self.on_timer(due, fx);
+                }
+                (_, _, Some(_)) => {
+                    if let Some(b) = self.brownout.as_mut() {
+                        b.tick();
+                    }
+                }
+                _ => {
+                    self.events -= 1;
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The trace is over at `now` (its horizon, or a live run's load ended or stopped): no more
+    /// interval ticks; the FPGA target drops to zero and the pool drains through the idle rule.
+    pub fn end_of_trace(&mut self, now: Time, fx: &mut impl Effects) {
+        if self.next_tick.take().is_none() {
+            return;
+        }
+        self.target = 0;
+        let changes = self.reconcile.at_end(&self.pool, now);
+        self.apply(changes, now, fx);
+        // FPGAs held within the old target have no idle timer: give them one.
+        let held: Vec<WorkerId> = (0..self.pool.slots().len() as u32)
+            .map(WorkerId)
+            .filter(|&id| {
+                let w = self.pool.worker(id);
+                w.kind == Kind::Fpga
+                    && matches!(w.state, WorkerState::Active | WorkerState::Draining)
+                    && !self.timers.armed(id)
+            })
+            .collect();
+        for id in held {
+            self.arm(id, now);
+        }
+    }
+
+    /// A request arrives at `r.arrival`: the brownout gate decides its optional part, the
+    /// dispatcher places it and the pool books it.
+    pub fn arrive(&mut self, r: Request, fx: &mut impl Effects) -> Arrival {
+        self.events += 1;
+        let now = r.arrival;
+        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
+        let gate = self.brownout.as_mut().map(|b| move || b.gate(now, workers));
+        let offered = r.optional > 0;
+        let r = admit(r, gate);
+        self.optional.0 += u64::from(offered);
+        self.optional.1 += u64::from(r.optional > 0);
+        let deadline = r.deadline(self.platform.deadline_factor);
+        self.place(r, deadline, false, fx)
+    }
+
+    /// Places `r` again at `now` after its worker failed, by the rescue rule (CPUs only, whatever the
+    /// scheduler's fleet), keeping its original `deadline`; its optional part runs if it still has
+    /// one. A CPU cap with no CPU at all rejects it.
+    pub fn redispatch_on_cpu(
+        &mut self,
+        r: Request,
+        now: Time,
+        deadline: Time,
+        fx: &mut impl Effects,
+    ) -> Arrival {
+        let r = Request { arrival: now.max(r.arrival), ..r };
+        self.place(r, deadline, true, fx)
+    }
+
+    /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
+    /// the interval's work that the allocator reads is corrected by the difference.
+    pub fn observe_service(&mut self, kind: Kind, estimated: Time, actual: Time) {
+        let w = &mut self.work[kind];
+        *w = (*w + actual).saturating_sub(estimated);
+    }
+
+    /// Takes a worker that failed (a board that did not configure, a hung kernel) out of service now:
+    /// its queue is dropped (the driver re-runs it) and it is released.
+    pub fn fail_worker(&mut self, id: WorkerId, now: Time, fx: &mut impl Effects) {
+        let state = self.pool.worker(id).state;
+        if matches!(state, WorkerState::Active | WorkerState::Draining | WorkerState::SpinningUp) {
+            self.pool.abort_queue(id, now);
+            if state == WorkerState::SpinningUp {
+                self.pool.finish_spin_up(id);
+            }
+            self.release(id, now, fx);
+        }
+    }
+
+    /// The run's outcome (call once every worker is released).
+    pub fn finish(self) -> Outcome {
+        let last_release = self.pool.slots().iter().map(|w| w.off_at).max().unwrap_or(0);
+        Outcome {
+            end: self.horizon.max(last_release),
+            optional: self.optional,
+            pool: self.pool,
+            tally: self.tally,
+            total_size: self.total_size,
+            intervals: self.intervals,
+            events: self.events,
+            capped: self.capped,
+        }
+    }
+
+    fn arm(&mut self, id: WorkerId, now: Time) {
+        let w = self.pool.worker(id);
+        let due = w.busy_until.saturating_add(self.platform.idle_timeout(w.kind)).max(now);
+        self.timers.set_armed(id, true);
+        self.timers.push(due, Timer::IdleCheck, id, w.generation);
+    }
+
+    fn spin_up(&mut self, kind: Kind, now: Time, fx: &mut impl Effects) -> WorkerId {
+        let id = self.pool.spin_up(kind, now, self.platform.spec(kind).spin_up);
+        let w = self.pool.worker(id);
+        self.timers.push(w.ready_at, Timer::SpinUpDone, id, w.generation);
+        fx.spin_up(id, kind, w.ready_at);
+        id
+    }
+
+    fn release(&mut self, id: WorkerId, now: Time, fx: &mut impl Effects) {
+        let kind = self.pool.worker(id).kind;
+        fx.release(id, kind);
+        self.timers.set_armed(id, false);
+        self.pool.begin_spin_down(id, now, self.platform.spec(kind).spin_down);
+        let w = self.pool.worker(id);
+        self.timers.push(w.off_at, Timer::SpinDownDone, id, w.generation);
+    }
+
+    fn on_timer(&mut self, due: Due, fx: &mut impl Effects) {
+        let (id, now) = (due.worker, due.at);
+        let w = *self.pool.worker(id);
+        if w.generation != due.generation {
+            return; // the slot was reused: a stale timer
+        }
+        match (due.timer, w.state) {
+            (Timer::SpinUpDone, WorkerState::SpinningUp) => {
+                self.pool.finish_spin_up(id);
+                self.arm(id, now);
+            }
+            (Timer::IdleCheck, WorkerState::Active | WorkerState::Draining) => {
+                self.timers.set_armed(id, false);
+                let timeout = self.platform.idle_timeout(w.kind);
+                if now < w.busy_until.saturating_add(timeout) {
+                    self.arm(id, now); // it got more work since: look again when that drains
+                } else if may_release(
+                    w.kind,
+                    w.busy_until,
+                    now,
+                    timeout,
+                    self.pool.allocated(Kind::Fpga),
+                    self.target,
+                ) {
+                    self.release(id, now, fx);
+                }
+                // Otherwise an FPGA within the target is held, timer unarmed, until it gets work or
+                // the target drops (see `on_tick`).
+            }
+            (Timer::SpinDownDone, WorkerState::SpinningDown) => {
+                let released = self.pool.finish_spin_down(id);
+                self.allocator.on_release(&released);
+            }
+            _ => {} // a timer overtaken by a state change
+        }
+    }
+
+    fn on_tick(&mut self, now: Time, fx: &mut impl Effects) {
+        if now >= self.horizon {
+            return self.end_of_trace(now, fx);
+        }
+        let stats = IntervalStats {
+            index: self.intervals as usize,
+            fpga_work: self.work[Kind::Fpga],
+            cpu_work: self.work[Kind::Cpu],
+            fpgas_allocated: self.pool.allocated(Kind::Fpga),
+        };
+        self.work = PerKind::default();
+        self.target = self.caps.clip(Kind::Fpga, self.allocator.plan(&stats));
+        let changes = self.reconcile.on_tick(&self.pool, self.target, now);
+        self.apply(changes, now, fx);
+        self.intervals += 1;
+        self.next_tick = Some(now + self.platform.interval());
+    }
+
+    /// Carries out the fleet rule's changes on the pool.
+    fn apply(&mut self, changes: Vec<Change>, now: Time, fx: &mut impl Effects) {
+        for change in changes {
+            match change {
+                Change::SpinUp(kind) => {
+                    self.spin_up(kind, now, fx);
+                }
+                Change::Undrain(id) => self.pool.undrain(id),
+                Change::Drain(id) => {
+                    self.pool.drain(id);
+                    if !self.timers.armed(id) {
+                        self.arm(id, now);
+                    }
+                }
+                Change::Release(id) => self.release(id, now, fx),
+            }
+        }
+    }
+
+    /// Dispatches `r` (its optional part already decided) and books it.
+    #[inline]
+    fn place(&mut self, r: Request, deadline: Time, rescue: bool, fx: &mut impl Effects) -> Arrival {
+        let now = r.arrival;
+        let work = r.size + r.optional;
+        let job =
+            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] };
+        let (placement, fleet) = if rescue {
+            (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
+        } else {
+            (self.dispatcher.place(&self.pool, &job, now), self.fleet)
+        };
+        let id = match placement {
+            Placement::Assign(id) => id,
+            Placement::SpinUp(kind) if !self.caps.at_cap(&self.pool, kind) => self.spin_up(kind, now, fx),
+            Placement::SpinUp(_) => {
+                self.capped += 1;
+                let Some(w) = Caps::overflow(&self.pool, fleet, now) else {
+                    self.tally.rejected += 1;
+                    return Arrival::Rejected;
+                };
+                w
+            }
+        };
+        Arrival::Assigned(self.book(r, id, job, fx))
+    }
+
+    /// Books `r` on worker `id`: its queue, idle timer, the interval's work, the brownout loop and
+    /// the tally.
+    #[inline]
+    fn book(&mut self, r: Request, id: WorkerId, job: Job, fx: &mut impl Effects) -> Assignment {
+        let now = r.arrival;
+        let kind = self.pool.worker(id).kind;
+        let service = job.service[kind.index()];
+        let (start, finish) = self.pool.assign(id, now, service);
+        if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
+            self.arm(id, now);
+        }
+        if let Some(b) = self.brownout.as_mut() {
+            let span = job.deadline.saturating_sub(now).max(1);
+            b.dispatched(finish, (finish - now) as f64 / span as f64, r.optional > 0);
+        }
+        self.work[kind] += service;
+        self.total_size += r.size + r.optional;
+        self.tally.record(kind, finish - now, finish > job.deadline);
+        fx.served(&r, id, kind, start, finish);
+        Assignment { request: r, worker: id, kind, start, finish, deadline: job.deadline }
+    }
+}

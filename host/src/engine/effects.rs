@@ -1,0 +1,90 @@
+//! What the engine's calls do to the world: the narrow sink every engine call reports into.
+//!
+//! The engine decides; a driver carries out. Every call that can change the fleet takes a
+//! `&mut impl Effects` and reports each change into it as it happens, so a driver cannot miss one: the
+//! evaluator passes `()` (virtual workers need nothing carried out), the runtime starts and stops real
+//! workers in its sink, tests record.
+
+use crate::model::{Kind, Request, Time, WorkerId};
+
+/// Receives the engine's effects as they happen. Every method defaults to doing nothing.
+pub trait Effects {
+    /// Start a worker of `kind` in pool slot `worker`; the policy counts it ready at `ready_at`.
+    fn spin_up(&mut self, _worker: WorkerId, _kind: Kind, _ready_at: Time) {}
+    /// Stop the worker in pool slot `worker` once its queue is done.
+    fn release(&mut self, _worker: WorkerId, _kind: Kind) {}
+    /// `request` was booked on `worker` (of `kind`), expected to run from `start` to `finish`.
+    fn served(&mut self, _request: &Request, _worker: WorkerId, _kind: Kind, _start: Time, _finish: Time) {}
+}
+
+/// Nothing to carry out (the evaluator).
+impl Effects for () {}
+
+/// A change to the fleet, as recorded by `Vec<Action>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// See [`Effects::spin_up`].
+    SpinUp {
+        /// Pool slot.
+        worker: WorkerId,
+        /// Worker type.
+        kind: Kind,
+        /// When the policy counts it ready.
+        ready_at: Time,
+    },
+    /// See [`Effects::release`].
+    Release {
+        /// Pool slot.
+        worker: WorkerId,
+        /// Worker type.
+        kind: Kind,
+    },
+}
+
+/// Records fleet changes in order (tests, benches).
+impl Effects for Vec<Action> {
+    fn spin_up(&mut self, worker: WorkerId, kind: Kind, ready_at: Time) {
+        self.push(Action::SpinUp { worker, kind, ready_at });
+    }
+    fn release(&mut self, worker: WorkerId, kind: Kind) {
+        self.push(Action::Release { worker, kind });
+    }
+}
+
+/// Where a request went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    /// Booked on a worker.
+    Assigned(Assignment),
+    /// No worker of an allowed type exists and none may be added (a capped pool): rejected.
+    Rejected,
+}
+
+/// A request booked on a worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    /// The request as booked (its optional part removed if the gate said no).
+    pub request: Request,
+    /// Pool slot.
+    pub worker: WorkerId,
+    /// Worker type.
+    pub kind: Kind,
+    /// Expected start.
+    pub start: Time,
+    /// Expected finish.
+    pub finish: Time,
+    /// Absolute deadline.
+    pub deadline: Time,
+}
+
+impl Assignment {
+    /// Whether its optional part is to run.
+    pub fn optional(&self) -> bool {
+        self.request.optional > 0
+    }
+
+    /// The booked service time (mandatory plus any optional part) on its worker type.
+    pub fn service(&self) -> Time {
+        self.finish - self.start
+    }
+}

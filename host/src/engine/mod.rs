@@ -1,0 +1,34 @@
+//! The engine: the one timed state machine every driver runs.
+//!
+//! It owns the pool, the scheduler's policy objects, the worker timers and the interval-tick
+//! schedule, applies the rules of [`crate::policy`] and reports each effect (a worker to start or
+//! stop, a request booked) to the driver's [`Effects`] sink as it happens. It keeps no clock: a driver
+//! tells it the time. The evaluator ([`crate::evaluate`]) drives it in virtual time through
+//! [`replay`]; the live runtime ([`crate::runtime`]) in wall time, calling
+//!
+//! - [`Engine::begin`] once, [`Engine::advance`] as time passes (interval ticks, worker timers and
+//!   brownout periods due by then, in time order; [`Engine::next_event`] says when to wake),
+//! - [`Engine::arrive`] per request, [`Engine::fail_worker`] / [`Engine::redispatch_on_cpu`] on
+//!   faults, [`Engine::observe_service`] with measured service times,
+//! - [`Engine::end_of_trace`], then [`Engine::finish`] for the [`Outcome`].
+//!
+//! A worker's queue is FIFO with known service times, so a request's completion is fixed when it is
+//! booked, and a worker's only completion event is its queue draining, which starts its idle timer.
+//! Energy and cost are settled per worker when it is released (see [`crate::model::ledger`]). At the
+//! end of the trace the FPGA target drops to zero and the pool drains through the normal idle rule,
+//! so every worker's whole life is accounted.
+
+mod brownout;
+mod core;
+mod effects;
+mod outcome;
+mod plan;
+mod replay;
+mod timers;
+
+pub use brownout::PoolBrownout;
+pub use core::Engine;
+pub use effects::{Action, Arrival, Assignment, Effects};
+pub use outcome::{Outcome, Tally};
+pub use plan::{Oracle, Plan};
+pub use replay::{Searched, replay, search_headroom};

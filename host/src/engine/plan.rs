@@ -1,0 +1,68 @@
+//! What a run is: the scheduler and its settings, and what an oracle scheduler is told in advance.
+
+use super::brownout::PoolBrownout;
+use crate::model::{Platform, Request, Time};
+use crate::policy::{Caps, Demand, DispatcherKind, Scheduler};
+use std::sync::Arc;
+
+/// How to run: the scheduler, an optional dispatcher override, caps, brownout and search limits.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// The scheduler.
+    pub scheduler: Scheduler,
+    /// Dispatcher; `None` takes the scheduler's own.
+    pub dispatcher: Option<DispatcherKind>,
+    /// FPGA-dynamic and FPGA-static: the largest headroom to try (see [`super::search_headroom`]).
+    pub max_headroom: u32,
+    /// Caps on the pool.
+    pub caps: Caps,
+    /// Brownout on requests' optional parts.
+    pub brownout: Option<PoolBrownout>,
+    /// Seed of the brownout dimmer's draws. A live run and its evaluator prediction share it, so the
+    /// prediction makes the same draws.
+    pub seed: u64,
+}
+
+impl Plan {
+    /// `scheduler` with its own dispatcher, uncapped, no brownout, seed 0.
+    pub fn new(scheduler: Scheduler) -> Self {
+        Plan { scheduler, dispatcher: None, max_headroom: 64, caps: Caps::NONE, brownout: None, seed: 0 }
+    }
+
+    /// The dispatcher the run uses.
+    pub fn dispatcher(&self) -> DispatcherKind {
+        self.dispatcher.unwrap_or(self.scheduler.default_dispatcher())
+    }
+}
+
+/// What an oracle scheduler knows of the trace before it runs: its per-interval demand
+/// (FPGA-static, FPGA-dynamic, MArk-ideal, the ideal Spork variants) and the headroom the search
+/// found (FPGA-static, FPGA-dynamic). Empty for the others.
+#[derive(Clone, Debug, Default)]
+pub struct Oracle {
+    /// The trace's per-interval demand.
+    pub demand: Option<Arc<Demand>>,
+    /// FPGA-dynamic's multiple of the largest step, FPGA-static's FPGAs above the busiest interval.
+    pub headroom: u32,
+}
+
+impl Oracle {
+    /// The demand of `requests` over `horizon` if `plan`'s scheduler is given it; headroom 0.
+    pub fn demand_of(
+        platform: &Platform,
+        plan: &Plan,
+        horizon: Time,
+        requests: impl Iterator<Item = Request>,
+    ) -> Oracle {
+        let demand = plan
+            .scheduler
+            .needs_demand()
+            .then(|| Arc::new(Demand::from_requests(platform, horizon, requests)));
+        Oracle { demand, headroom: 0 }
+    }
+
+    /// The same knowledge with another headroom.
+    pub fn with_headroom(&self, headroom: u32) -> Oracle {
+        Oracle { demand: self.demand.clone(), headroom }
+    }
+}

@@ -1,0 +1,113 @@
+//! Virtual time: replaying a trace through the engine as fast as it goes, and the headroom search
+//! that FPGA-static and FPGA-dynamic need before they can run at all.
+
+use super::core::Engine;
+use super::effects::Effects;
+use super::outcome::Outcome;
+use super::plan::{Oracle, Plan};
+use crate::model::{Platform, Request, Time};
+
+/// Runs `requests` (in arrival order) over a trace of length `horizon`, reporting effects to `fx`.
+pub fn replay(
+    mut engine: Engine,
+    requests: impl Iterator<Item = Request>,
+    horizon: Time,
+    fx: &mut impl Effects,
+) -> Outcome {
+    engine.begin(horizon, fx);
+    feed(&mut engine, requests, false, fx);
+    drain(engine, fx)
+}
+
+/// The run if it meets every deadline; `None` at its first miss, where it stops: a cheap yes/no for
+/// a search that only asks whether a configuration misses at all.
+fn without_misses(
+    mut engine: Engine,
+    requests: impl Iterator<Item = Request>,
+    horizon: Time,
+) -> Option<Outcome> {
+    engine.begin(horizon, &mut ());
+    feed(&mut engine, requests, true, &mut ()).then(|| drain(engine, &mut ()))
+}
+
+/// Feeds every arrival, with what is due before it; false if it stopped at a miss.
+fn feed(
+    engine: &mut Engine,
+    requests: impl Iterator<Item = Request>,
+    stop_at_miss: bool,
+    fx: &mut impl Effects,
+) -> bool {
+    for r in requests {
+        // Everything due by the arrival goes first (ticks, worker timers, brownout periods).
+        engine.advance(r.arrival, true, fx);
+        engine.arrive(r, fx);
+        if stop_at_miss && engine.tally().misses > 0 {
+            return false;
+        }
+    }
+    true
+}
+
+/// No more arrivals: the ticks run out to the horizon and the pool drains on its timers.
+fn drain(mut engine: Engine, fx: &mut impl Effects) -> Outcome {
+    engine.advance(Time::MAX, false, fx);
+    debug_assert!(engine.pool().is_empty(), "pool not drained");
+    engine.finish()
+}
+
+/// The headroom FPGA-static and FPGA-dynamic run with, and the run it gave.
+#[derive(Clone, Debug)]
+pub struct Searched {
+    /// The least headroom (up to the plan's maximum) with no deadline miss, or the maximum if none
+    /// meets every deadline.
+    pub headroom: u32,
+    /// The full run at that headroom.
+    pub outcome: Outcome,
+}
+
+/// Finds the least headroom (up to `plan.max_headroom`) with no deadline misses, by doubling then
+/// bisection; if none meets every deadline, the largest is returned with its misses. Candidates that
+/// miss stop at their first miss, so the search costs about one full run per candidate that meets
+/// every deadline. Both drivers call this: the evaluator to report the run, the live runtime to
+/// give its FPGA-static or FPGA-dynamic the same headroom.
+pub fn search_headroom<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: &Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+) -> Searched {
+    let engine = |k: u32| Engine::new(*platform, plan, &oracle.with_headroom(k));
+    // A full outcome if headroom `k` meets every deadline, None at its first miss.
+    let meets = |k: u32| without_misses(engine(k), requests(), horizon);
+    // Misses fall as headroom grows: find the least multiple with none.
+    let mut lo_fail: Option<u32> = None;
+    let mut k = 0;
+    let mut best = loop {
+        if let Some(o) = meets(k) {
+            break (k, o);
+        }
+        if k >= plan.max_headroom {
+            // Nothing meets every deadline: the largest, with its misses.
+            break (k, replay(engine(k), requests(), horizon, &mut ()));
+        }
+        lo_fail = Some(k);
+        k = if k == 0 { 1 } else { (k * 2).min(plan.max_headroom) };
+    };
+    if best.1.tally.misses == 0
+        && let Some(mut lo) = lo_fail
+    {
+        let mut hi = best.0;
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            match meets(mid) {
+                Some(o) => {
+                    hi = mid;
+                    best = (mid, o);
+                }
+                None => lo = mid,
+            }
+        }
+    }
+    Searched { headroom: best.0, outcome: best.1 }
+}

@@ -1,0 +1,79 @@
+//! What a live run is given.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::backend::Board;
+use super::calibrate::Calibration;
+use super::faults::FaultPlan;
+use super::work::KernelImage;
+use crate::engine::Plan;
+use crate::model::{Platform, Request, Time};
+
+/// One live run. [`RunConfig::new`] takes what has no sensible default; the rest are public fields
+/// with defaults (`RunConfig { grace: ..., ..RunConfig::new(...) }`).
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Worker specs: modelled power and cost, configured spin-up delays, deadline factor, and the
+    /// measured FPGA speedup ([`Calibration::apply`]).
+    pub platform: Platform,
+    /// Scheduler, dispatcher, caps, brownout; its seed also seeds the request data.
+    pub plan: Plan,
+    /// The kernel and its on-chip state.
+    pub image: Arc<KernelImage>,
+    /// The measured throughputs: the CPU reference's (sizes to items) and the board's clock.
+    pub calibration: Calibration,
+    /// The trace: arrivals and sizes in CPU time.
+    pub requests: Vec<Request>,
+    /// Trace length.
+    pub horizon: Time,
+    /// The FPGA workers' backend (default: the simulated board).
+    pub board: Board,
+    /// Injected faults (default: none).
+    pub faults: FaultPlan,
+    /// A kernel that runs longer than this (wall time) on a board is abandoned and re-run on a CPU
+    /// (default 10 s).
+    pub kernel_timeout: Duration,
+    /// Set to stop early (Ctrl-C does too): in-flight requests get `grace`, then are rejected.
+    pub stop: Arc<AtomicBool>,
+    /// Grace period after a stop (default 2 s).
+    pub grace: Duration,
+    /// Print a progress line on a terminal (default off).
+    pub progress: bool,
+    /// Where to look for power sensors (default `/sys`).
+    pub sysfs: PathBuf,
+    /// Replay the same run in virtual time and report it beside (default on).
+    pub compare: bool,
+}
+
+impl RunConfig {
+    /// `plan` on `platform` over `requests` (a trace of length `horizon`) running `image`, with the
+    /// defaults above.
+    pub fn new(
+        platform: Platform,
+        plan: Plan,
+        image: Arc<KernelImage>,
+        calibration: Calibration,
+        requests: Vec<Request>,
+        horizon: Time,
+    ) -> RunConfig {
+        RunConfig {
+            platform,
+            plan,
+            image,
+            calibration,
+            requests,
+            horizon,
+            board: Board::Sim,
+            faults: FaultPlan::default(),
+            kernel_timeout: Duration::from_secs(10),
+            stop: Arc::new(AtomicBool::new(false)),
+            grace: Duration::from_secs(2),
+            progress: false,
+            sysfs: PathBuf::from("/sys"),
+            compare: true,
+        }
+    }
+}

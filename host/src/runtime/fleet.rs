@@ -1,0 +1,136 @@
+//! The live workers: the runtime's [`Effects`] sink. The engine's spin-ups start real workers (a CPU
+//! thread or a board slot, through [`backend::spawn`]) and its releases stop them, inside the engine
+//! call that decided them.
+
+use std::collections::HashMap;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::backend;
+use super::clock::Clock;
+use super::config::RunConfig;
+use super::faults::Injector;
+use super::worker::{Event, JobMsg, Worker};
+use crate::engine::Effects;
+use crate::model::{Kind, Time, WorkerId};
+
+/// A worker thread behind a pool slot.
+struct Live {
+    worker: Worker,
+    kind: Kind,
+    /// Unique per worker started in the run: a reused slot is a new worker, and events from the old
+    /// one are recognised by it.
+    generation: u64,
+}
+
+/// The run's worker threads, by pool slot.
+pub(super) struct LiveFleet<'c> {
+    cfg: &'c RunConfig,
+    clock: Clock,
+    events: UnboundedSender<Event>,
+    injector: Injector,
+    live: HashMap<WorkerId, Live>,
+    /// Stopped workers, joined at the end.
+    retired: Vec<Worker>,
+    /// Failed workers that may be stuck in a kernel: never waited for.
+    abandoned: Vec<Worker>,
+    generation: u64,
+}
+
+impl Effects for LiveFleet<'_> {
+    fn spin_up(&mut self, slot: WorkerId, kind: Kind, _ready_at: Time) {
+        self.generation += 1;
+        let fail = kind == Kind::Fpga && self.injector.configure_fails();
+        let cfg = self.cfg;
+        let backend = backend::spawn(kind, &cfg.board, &cfg.platform, cfg.calibration.clock_hz, fail);
+        let worker = Worker::spawn(
+            slot,
+            self.generation,
+            backend,
+            cfg.image.clone(),
+            self.events.clone(),
+            self.clock.clone(),
+        );
+        if let Some(old) = self.live.insert(slot, Live { worker, kind, generation: self.generation }) {
+            self.retired.push(old.worker);
+        }
+    }
+
+    fn release(&mut self, slot: WorkerId, _kind: Kind) {
+        if let Some(mut l) = self.live.remove(&slot) {
+            l.worker.stop();
+            self.retired.push(l.worker);
+        }
+    }
+}
+
+impl<'c> LiveFleet<'c> {
+    pub fn new(cfg: &'c RunConfig, clock: Clock, events: UnboundedSender<Event>) -> Self {
+        LiveFleet {
+            cfg,
+            clock,
+            events,
+            injector: Injector::new(cfg.faults.clone()),
+            live: HashMap::new(),
+            retired: Vec::new(),
+            abandoned: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    /// The generation of the worker in `slot`, if it is live.
+    pub fn generation(&self, slot: WorkerId) -> Option<u64> {
+        self.live.get(&slot).map(|l| l.generation)
+    }
+
+    /// The kind of the worker in `slot` if it is the live one of `generation`.
+    pub fn kind_of(&self, slot: WorkerId, generation: u64) -> Option<Kind> {
+        self.live.get(&slot).filter(|l| l.generation == generation).map(|l| l.kind)
+    }
+
+    /// Queues request `id` on the worker in `slot` (an FPGA job may be sabotaged by the injector);
+    /// false if no live worker holds the slot.
+    pub fn send(
+        &mut self,
+        slot: WorkerId,
+        id: u64,
+        work: std::sync::Arc<super::work::Work>,
+        optional: bool,
+        now: Time,
+    ) -> bool {
+        let Some(l) = self.live.get(&slot) else { return false };
+        let stall = if l.kind == Kind::Fpga { self.injector.stall() } else { None };
+        l.worker.send(JobMsg { id, work, optional, dispatched: now, stall }).is_ok()
+    }
+
+    /// Takes the worker of `generation` in `slot` out of service: it hands back its queue unrun and
+    /// its thread is abandoned (it may be stuck in a kernel). False if it was already replaced.
+    pub fn abandon(&mut self, slot: WorkerId, generation: u64) -> bool {
+        if self.live.get(&slot).is_none_or(|l| l.generation != generation) {
+            return false;
+        }
+        if let Some(l) = self.live.remove(&slot) {
+            l.worker.cancel();
+            self.abandoned.push(l.worker);
+        }
+        true
+    }
+
+    /// Hands back, unrun, every job queued on a live worker (at a stop).
+    pub fn cancel_all(&self) {
+        for l in self.live.values() {
+            l.worker.cancel();
+        }
+    }
+
+    /// Stops every worker: waits for the healthy ones, leaves the abandoned ones.
+    pub fn shut_down(self) {
+        let LiveFleet { live, retired, abandoned, .. } = self;
+        for w in retired.into_iter().chain(live.into_values().map(|l| l.worker)) {
+            w.join();
+        }
+        for w in abandoned {
+            w.detach();
+        }
+    }
+}

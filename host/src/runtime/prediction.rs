@@ -1,0 +1,34 @@
+//! The evaluator's figures beside a live run: the same engine, constructor, seed and trace, in
+//! virtual time.
+
+use serde::Serialize;
+
+use crate::engine::Outcome;
+use crate::model::{Kind, Platform};
+
+/// What the policy predicted for the run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Prediction {
+    /// Share on FPGAs.
+    pub fpga_share: f64,
+    /// FPGA spin-ups.
+    pub fpga_spin_ups: u64,
+    /// Miss share.
+    pub miss_share: f64,
+    /// Energy (J) [CPU, FPGA].
+    pub energy_j: [f64; 2],
+}
+
+impl Prediction {
+    /// From the engine's outcome of a virtual-time run on `platform`.
+    pub fn from_outcome(o: &Outcome, platform: &Platform) -> Prediction {
+        let served = o.tally.served_total().max(1) as f64;
+        let energy = |k: Kind| o.pool.ledger(k).energy(platform.spec(k)).total_j();
+        Prediction {
+            fpga_share: o.tally.served[Kind::Fpga] as f64 / served,
+            fpga_spin_ups: o.pool.ledger(Kind::Fpga).spin_ups,
+            miss_share: o.tally.misses as f64 / served,
+            energy_j: [energy(Kind::Cpu), energy(Kind::Fpga)],
+        }
+    }
+}

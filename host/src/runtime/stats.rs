@@ -1,0 +1,117 @@
+//! What a live run measures while it goes: answers, reconfigurations, faults, the board's timeline.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::backend::Configured;
+use crate::engine::Tally;
+use crate::model::{Kind, PerKind, Time};
+
+/// Faults met in a run, and what was done about them.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Faults {
+    /// Boards that failed to configure.
+    pub configure_failures: u64,
+    /// Board jobs abandoned after the kernel timeout.
+    pub kernel_timeouts: u64,
+    /// Jobs whose kernel failed.
+    pub kernel_errors: u64,
+    /// Board results that differed from the reference.
+    pub mismatches: u64,
+    /// Requests re-run on CPUs after a fault.
+    pub redispatched: u64,
+    /// Results that came after their request had been answered elsewhere (dropped).
+    pub late_discarded: u64,
+    /// What went wrong, one line per fault.
+    #[serde(rename = "faults")]
+    pub log: Vec<String>,
+}
+
+/// How each reconfiguration or spin-up of one worker type went.
+#[derive(Clone, Debug, Default)]
+pub struct Configurations {
+    /// The measured part of each (ms): model load, instantiate, on-chip state; or thread start.
+    pub measured_ms: Vec<f64>,
+    /// The configured delay slept on top (s).
+    pub delay_s: f64,
+}
+
+/// The board's own timeline beside the wall time the simulation took.
+#[derive(Clone, Debug)]
+pub struct BoardTime {
+    /// RTL cycles run.
+    pub cycles: u64,
+    /// Board time the jobs took (ns): cycles / clock.
+    pub device_ns: u64,
+    /// Wall time the Verilated model took for them (ns).
+    pub verilator_ns: u64,
+    /// How late each board result was, beyond its finish on the board's timeline (us).
+    pub lag_us: Histogram<u64>,
+}
+
+impl Default for BoardTime {
+    fn default() -> Self {
+        let lag_us = Histogram::new_with_bounds(1, 3_600 * 1_000_000, 3).expect("static histogram bounds");
+        BoardTime { cycles: 0, device_ns: 0, verilator_ns: 0, lag_us }
+    }
+}
+
+/// Counters and distributions gathered while the run goes.
+#[derive(Debug, Default)]
+pub struct RunStats {
+    /// Requests in the trace.
+    pub trace_requests: u64,
+    /// Requests the load generator delivered.
+    pub offered: u64,
+    /// What workers answered (CPU latency in wall time, FPGA on the board's timeline) and what was
+    /// rejected (a capped pool, an input no kernel accepts).
+    pub answers: Tally,
+    /// Rejected explicitly because the run was stopped before they finished.
+    pub rejected_at_stop: u64,
+    /// The run was stopped early (Ctrl-C).
+    pub stopped: bool,
+    /// Worker configurations, per type.
+    pub configured: PerKind<Configurations>,
+    /// Faults and what was done about them.
+    pub faults: Faults,
+    /// The board's timeline.
+    pub board: BoardTime,
+    /// Power the backends measured after their jobs (W), per type: sum and count.
+    pub measured_power: PerKind<(f64, u64)>,
+}
+
+impl RunStats {
+    /// Empty statistics for a trace of `trace_requests`.
+    pub fn new(trace_requests: u64) -> RunStats {
+        RunStats { trace_requests, ..RunStats::default() }
+    }
+
+    /// A worker of `kind` finished configuring.
+    pub fn record_configured(&mut self, kind: Kind, c: Configured) {
+        let k = &mut self.configured[kind];
+        k.measured_ms.push(c.measured.as_secs_f64() * 1e3);
+        k.delay_s = c.configured_delay.as_secs_f64();
+    }
+
+    /// A backend measured `watts` after a job.
+    pub fn record_power(&mut self, kind: Kind, watts: f64) {
+        let p = &mut self.measured_power[kind];
+        p.0 += watts;
+        p.1 += 1;
+    }
+
+    /// A board result came `lag` after its finish on the board's timeline; the job took `verilator`
+    /// of wall time for `device` of board time and `cycles`.
+    pub fn record_board(&mut self, lag: Time, verilator: Time, device: Time, cycles: u64) {
+        let b = &mut self.board;
+        b.lag_us.saturating_record((lag / 1_000).max(1));
+        b.verilator_ns += verilator;
+        b.device_ns += device;
+        b.cycles += cycles;
+    }
+
+    /// Requests settled so far: answered, rejected or rejected at the stop.
+    pub fn settled(&self) -> u64 {
+        self.answers.served_total() + self.answers.rejected + self.rejected_at_stop
+    }
+}
