@@ -9,15 +9,65 @@ use spork::policy::{Caps, DispatcherKind, Scheduler};
 use spork::trace::RateTrace;
 use std::collections::HashMap;
 
-/// Records every served request and checks per-worker queue discipline as it goes.
+/// One worker's life as the effect log tells it.
+#[derive(Clone, Copy, Debug)]
+struct Life {
+    kind: Kind,
+    /// When the spin-up was decided (0 for a pool pre-warmed before the run).
+    from: Time,
+    /// When it could serve.
+    ready: Time,
+    /// Service booked on it.
+    busy: Time,
+    /// When its release was decided.
+    released: Option<Time>,
+}
+
+/// Records every effect: served requests (checking per-worker queue discipline as it goes) and
+/// each worker's life.
 #[derive(Default)]
 struct Recorder {
     served: Vec<(Request, Kind, Time, Time)>,
     last_finish: HashMap<WorkerId, Time>,
     violations: Vec<String>,
+    live: HashMap<WorkerId, Life>,
+    lives: Vec<Life>,
+}
+
+impl Recorder {
+    /// Energy of every recorded life, computed from the log alone: busy power over booked service,
+    /// spin-up and spin-down; idle power over the rest of the allocated time. A pool pre-warmed at 0
+    /// had its spin-up before the run, charged as both allocated and spinning time.
+    fn energy(&self, p: &Platform) -> f64 {
+        let mut joules = 0.0;
+        for l in &self.lives {
+            let spec = p.spec(l.kind);
+            let prewarm = if l.ready == l.from { spec.spin_up } else { 0 };
+            let released = l.released.expect("every worker is released by the end");
+            let allocated = released + spec.spin_down - l.from + prewarm;
+            let spin = (l.ready - l.from) + prewarm + spec.spin_down;
+            let idle = allocated - spin - l.busy;
+            joules += spec.busy_power_w * to_secs(l.busy + spin) + spec.idle_power_w * to_secs(idle);
+        }
+        joules
+    }
 }
 
 impl Effects for Recorder {
+    fn spin_up(&mut self, w: WorkerId, kind: Kind, at: Time, ready_at: Time) {
+        let life = Life { kind, from: at, ready: ready_at, busy: 0, released: None };
+        if let Some(old) = self.live.insert(w, life) {
+            self.violations.push(format!("{w:?} spun up while {old:?} still held it"));
+        }
+    }
+
+    fn release(&mut self, w: WorkerId, _kind: Kind, at: Time) {
+        match self.live.remove(&w) {
+            Some(l) => self.lives.push(Life { released: Some(at), ..l }),
+            None => self.violations.push(format!("{w:?} released without a spin-up")),
+        }
+    }
+
     fn served(&mut self, r: &Request, w: WorkerId, kind: Kind, start: Time, finish: Time) {
         if start < r.arrival {
             self.violations.push(format!("{r:?} started at {start} before arriving"));
@@ -29,6 +79,9 @@ impl Effects for Recorder {
         }
         self.last_finish.insert(w, finish);
         self.served.push((*r, kind, start, finish));
+        if let Some(l) = self.live.get_mut(&w) {
+            l.busy += finish - start;
+        }
     }
 }
 
@@ -125,13 +178,19 @@ proptest! {
         }
     }
 
-    /// Energy parts add up to the total; busy energy is exactly the served work at busy power; the
-    /// allocated time covers busy and spin time; the idealised FPGA-only figures are their closed form.
+    /// The total energy equals an independent computation from the effect log (each worker's life and
+    /// the service booked on it, times the profile's power); energy parts add up to the total; busy
+    /// energy is exactly the served work at busy power; the allocated time covers busy and spin time;
+    /// the idealised FPGA-only figures are their closed form.
     #[test]
     fn energy_and_cost_add_up(
         platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
     ) {
         let (r, rec) = run(&platform, &reqs, &Plan::new(scheduler));
+        prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
+        prop_assert!(rec.live.is_empty(), "workers never released: {:?}", rec.live);
+        let from_log = rec.energy(&platform);
+        prop_assert!((from_log - r.energy_j).abs() <= 1e-6 * r.energy_j.max(1.0), "log {from_log} vs report {}", r.energy_j);
         let parts = r.cpu.energy.busy_j + r.cpu.energy.idle_j + r.cpu.energy.spin_j
             + r.fpga.energy.busy_j + r.fpga.energy.idle_j + r.fpga.energy.spin_j;
         prop_assert!((parts - r.energy_j).abs() <= 1e-9 * r.energy_j.max(1.0));

@@ -1,63 +1,102 @@
-//! The evaluator and the live runtime agree on the same short trace and platform profile.
+//! The live runtime agrees with its own prediction: the same engine, constructor, seed and trace in
+//! virtual time.
 //!
-//! Tolerances (the runtime runs on real threads, on a shared 2-core machine): the share of requests
-//! on FPGAs within 10 percentage points, FPGA spin-ups within 1, and the deadline-miss share within
-//! 2 percentage points.
+//! Schedulers are chosen where each check bites: SporkE and SporkE-ideal (the oracle) place work on
+//! FPGAs and spin
+//! boards up (share and spin-ups), and one overloaded, slow board under FPGA-dynamic misses
+//! deadlines in both (miss share: board latency is on the board's own timeline, so the live misses
+//! are the policy's, not this machine's noise). Tolerances, for real threads on a shared 2-core
+//! machine: the share of requests on FPGAs within 10 percentage points, FPGA spin-ups within 1, the
+//! miss share within 5 points (a CPU thread descheduled for one 10 ms deadline misses it live; the
+//! prediction's CPUs are never descheduled).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use spork::engine::Plan;
-use spork::model::Platform;
 use spork::model::time::from_secs;
-use spork::policy::Scheduler;
+use spork::model::{PerKind, Platform, Request};
+use spork::policy::{Caps, Scheduler};
 use spork::runtime::work::KernelImage;
-use spork::runtime::{Calibration, RunConfig, run};
+use spork::runtime::{Calibration, RunConfig, RunReport, run};
 use spork_golden::Kernel;
 
+fn live(platform: Platform, plan: Plan, c: Calibration, requests: &[Request], seconds: f64) -> RunReport {
+    let image = Arc::new(KernelImage::new(Kernel::Sobel, 9));
+    let cfg = RunConfig {
+        kernel_timeout: Duration::from_secs(30),
+        grace: Duration::from_secs(1),
+        ..RunConfig::new(platform, plan, image, c, requests.to_vec(), from_secs(seconds))
+    };
+    run(cfg).expect("runtime")
+}
+
+fn agree(name: &str, r: &RunReport, offered: usize) {
+    let model = r.evaluator.clone().expect("the prediction beside the run");
+    assert_eq!(r.answered, offered as u64, "{name}: every request answered");
+    assert_eq!(r.faults.mismatches, 0);
+    let share = (r.fpga_share - model.fpga_share).abs();
+    assert!(
+        share <= 0.10,
+        "{name}: FPGA share live {:.3} vs prediction {:.3}",
+        r.fpga_share,
+        model.fpga_share
+    );
+    let spin = r.fpga_spin_ups.abs_diff(model.fpga_spin_ups);
+    assert!(
+        spin <= 1,
+        "{name}: FPGA spin-ups live {} vs prediction {}",
+        r.fpga_spin_ups,
+        model.fpga_spin_ups
+    );
+    let tolerance = if model.miss_share > 0.0 { 0.05 } else { 0.02 };
+    let miss = (r.miss_share - model.miss_share).abs();
+    assert!(
+        miss <= tolerance,
+        "{name}: miss share live {:.4} vs prediction {:.4}",
+        r.miss_share,
+        model.miss_share
+    );
+}
+
 #[test]
-fn runtime_matches_the_evaluator_on_fpga_share_spin_ups_and_misses() {
+fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
     let mut platform = Platform::default();
     platform.fpga.spin_up = from_secs(0.5);
-    let image = Arc::new(KernelImage::new(Kernel::Sobel, 9));
-    let items_per_sec = image.calibrate(100_000);
-    let clock_hz = 250e6;
-    platform.fpga.speedup = clock_hz / items_per_sec;
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let c = Calibration { items_per_sec: image.calibrate(100_000), clock_hz: 250e6, items_per_cycle: 1.0 };
+    let platform = c.apply(platform, true);
     let seconds = 8.0;
     let requests = spork::runtime::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 0.0, 11)
         .expect("trace");
-    for name in ["spork-e", "cpu-dynamic"] {
+    for name in ["spork-e", "spork-e-ideal"] {
         let plan = Plan { seed: 11, ..Plan::new(name.parse::<Scheduler>().expect("scheduler")) };
-        let calibration = Calibration { items_per_sec, clock_hz, items_per_cycle: 1.0 };
-        let cfg = RunConfig {
-            kernel_timeout: Duration::from_secs(30),
-            grace: Duration::from_secs(1),
-            ..RunConfig::new(platform, plan, image.clone(), calibration, requests.clone(), from_secs(seconds))
-        };
-        let live = run(cfg).expect("runtime");
-        let model = live.evaluator.clone().expect("the prediction beside the run");
-        assert_eq!(live.answered, requests.len() as u64, "{name}: every request answered");
-        assert_eq!(live.faults.mismatches, 0);
+        let r = live(platform, plan, c, &requests, seconds);
+        agree(name, &r, requests.len());
+        let model = r.evaluator.expect("prediction");
         assert!(
-            (live.fpga_share - model.fpga_share).abs() <= 0.10,
-            "{name}: FPGA share live {:.3} vs evaluator {:.3}",
-            live.fpga_share,
-            model.fpga_share
+            model.fpga_share > 0.3 && model.fpga_spin_ups >= 1,
+            "{name}: the scenario uses FPGAs: {model:?}"
         );
-        assert!(
-            live.fpga_spin_ups.abs_diff(model.fpga_spin_ups) <= 1,
-            "{name}: FPGA spin-ups live {} vs evaluator {}",
-            live.fpga_spin_ups,
-            model.fpga_spin_ups
-        );
-        assert!(
-            (live.miss_share - model.miss_share).abs() <= 0.02,
-            "{name}: miss share live {:.4} vs evaluator {:.4}",
-            live.miss_share,
-            model.miss_share
-        );
-        if name == "spork-e" {
-            assert!(model.fpga_share > 0.3, "the scenario uses FPGAs: {model:?}");
-        }
     }
+}
+
+#[test]
+fn an_overloaded_board_misses_as_predicted() {
+    // One board at 9 MHz, 30x slower than the CPU reference, so that Verilator keeps pace with the
+    // board's own timeline; deadlines of 100x the CPU size leave room for queueing. 0.1 ms requests
+    // at 420/s load the one board about 1.3x on average: the queue, and the misses, are the policy's.
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let items_per_sec = image.calibrate(100_000);
+    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
+    let mut platform = c.apply(Platform::default(), false);
+    platform.deadline_factor = 100.0;
+    let seconds = 3.0;
+    let requests = spork::runtime::trace::bursty(from_secs(seconds), 420.0, 0.6, from_secs(0.0001), 0.0, 5)
+        .expect("trace");
+    let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
+    let r = live(platform, plan, c, &requests, seconds);
+    agree("fpga-dynamic on one board", &r, requests.len());
+    let model = r.evaluator.expect("prediction");
+    assert!(model.miss_share > 0.05, "the board is overloaded in the prediction: {model:?}");
 }

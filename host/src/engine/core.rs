@@ -102,7 +102,7 @@ impl Engine {
         let initial = self.caps.clip(Kind::Fpga, self.allocator.initial());
         for _ in 0..initial {
             let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
-            fx.spin_up(id, Kind::Fpga, 0);
+            fx.spin_up(id, Kind::Fpga, 0, 0);
             self.arm(id, 0);
         }
         self.target = initial;
@@ -250,13 +250,13 @@ impl Engine {
         let id = self.pool.spin_up(kind, now, self.platform.spec(kind).spin_up);
         let w = self.pool.worker(id);
         self.timers.push(w.ready_at, Timer::SpinUpDone, id, w.generation);
-        fx.spin_up(id, kind, w.ready_at);
+        fx.spin_up(id, kind, now, w.ready_at);
         id
     }
 
     fn release(&mut self, id: WorkerId, now: Time, fx: &mut impl Effects) {
         let kind = self.pool.worker(id).kind;
-        fx.release(id, kind);
+        fx.release(id, kind, now);
         self.timers.set_armed(id, false);
         self.pool.begin_spin_down(id, now, self.platform.spec(kind).spin_down);
         let w = self.pool.worker(id);

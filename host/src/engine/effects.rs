@@ -9,10 +9,12 @@ use crate::model::{Kind, Request, Time, WorkerId};
 
 /// Receives the engine's effects as they happen. Every method defaults to doing nothing.
 pub trait Effects {
-    /// Start a worker of `kind` in pool slot `worker`; the policy counts it ready at `ready_at`.
-    fn spin_up(&mut self, _worker: WorkerId, _kind: Kind, _ready_at: Time) {}
-    /// Stop the worker in pool slot `worker` once its queue is done.
-    fn release(&mut self, _worker: WorkerId, _kind: Kind) {}
+    /// Start a worker of `kind` in pool slot `worker`, decided at `at`; the policy counts it ready at
+    /// `ready_at` (equal to `at` for a pool pre-warmed before the run).
+    fn spin_up(&mut self, _worker: WorkerId, _kind: Kind, _at: Time, _ready_at: Time) {}
+    /// Stop the worker in pool slot `worker` (idle since its queue drained); the policy counts it
+    /// released at `at`.
+    fn release(&mut self, _worker: WorkerId, _kind: Kind, _at: Time) {}
     /// `request` was booked on `worker` (of `kind`), expected to run from `start` to `finish`.
     fn served(&mut self, _request: &Request, _worker: WorkerId, _kind: Kind, _start: Time, _finish: Time) {}
 }
@@ -43,10 +45,10 @@ pub enum Action {
 
 /// Records fleet changes in order (tests, benches).
 impl Effects for Vec<Action> {
-    fn spin_up(&mut self, worker: WorkerId, kind: Kind, ready_at: Time) {
+    fn spin_up(&mut self, worker: WorkerId, kind: Kind, _at: Time, ready_at: Time) {
         self.push(Action::SpinUp { worker, kind, ready_at });
     }
-    fn release(&mut self, worker: WorkerId, kind: Kind) {
+    fn release(&mut self, worker: WorkerId, kind: Kind, _at: Time) {
         self.push(Action::Release { worker, kind });
     }
 }

@@ -3,6 +3,7 @@
 //! call that decided them.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -38,11 +39,14 @@ pub(super) struct LiveFleet<'c> {
 }
 
 impl Effects for LiveFleet<'_> {
-    fn spin_up(&mut self, slot: WorkerId, kind: Kind, _ready_at: Time) {
+    fn spin_up(&mut self, slot: WorkerId, kind: Kind, at: Time, ready_at: Time) {
         self.generation += 1;
         let fail = kind == Kind::Fpga && self.injector.configure_fails();
+        // A pool pre-warmed before the run is ready at its start: its configured delay was spent
+        // before (the policy charges it so); only the measured configuration remains.
+        let delay = if at == ready_at { Duration::ZERO } else { Duration::from_nanos(ready_at - at) };
         let cfg = self.cfg;
-        let backend = backend::spawn(kind, &cfg.board, &cfg.platform, cfg.calibration.clock_hz, fail);
+        let backend = backend::spawn(kind, &cfg.board, &cfg.platform, cfg.calibration.clock_hz, delay, fail);
         let worker = Worker::spawn(
             slot,
             self.generation,
@@ -56,7 +60,7 @@ impl Effects for LiveFleet<'_> {
         }
     }
 
-    fn release(&mut self, slot: WorkerId, _kind: Kind) {
+    fn release(&mut self, slot: WorkerId, _kind: Kind, _at: Time) {
         if let Some(mut l) = self.live.remove(&slot) {
             l.worker.stop();
             self.retired.push(l.worker);

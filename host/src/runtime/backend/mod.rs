@@ -52,20 +52,21 @@ impl Board {
 }
 
 /// The backend of a new worker of `kind`: a CPU thread running the reference, or a slot of `board`
-/// clocked at `clock_hz`, each with the profile's configured spin-up delay; `fail_configure` injects a
+/// clocked at `clock_hz`; `delay` is the configured part of its spin-up (a VM's boot, a board's
+/// reconfiguration beyond what the simulated board measures), and `fail_configure` injects a
 /// configuration failure (simulated board).
 pub fn spawn(
     kind: Kind,
     board: &Board,
     platform: &Platform,
     clock_hz: f64,
+    delay: Duration,
     fail_configure: bool,
 ) -> Box<dyn Backend> {
-    let delay = |k: Kind| Duration::from_nanos(platform.spec(k).spin_up);
     match (kind, board) {
-        (Kind::Cpu, _) => Box::new(CpuWorker::new(platform.cpu, delay(Kind::Cpu), Instant::now())),
+        (Kind::Cpu, _) => Box::new(CpuWorker::new(platform.cpu, delay, Instant::now())),
         (Kind::Fpga, Board::Sim) => {
-            Box::new(SimBoardSlot::new(clock_hz, delay(Kind::Fpga), platform.fpga, fail_configure))
+            Box::new(SimBoardSlot::new(clock_hz, delay, platform.fpga, fail_configure))
         }
         #[cfg(feature = "xrt")]
         (Kind::Fpga, Board::Alveo(c)) => Box::new(AlveoBoard::new(c.clone(), platform.fpga)),
