@@ -32,3 +32,6 @@ pub use effects::{Action, Arrival, Assignment, Effects};
 pub use outcome::{Outcome, Tally};
 pub use plan::{Oracle, Plan};
 pub use replay::{Searched, replay, search_headroom};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+//! The engine stepped by hand: each call's effects and the pool's state after it.
+
+use super::*;
+use crate::model::time::from_secs;
+use crate::model::{Kind, PerKind, Platform, Request, Time, WorkerState};
+use crate::policy::{Caps, Scheduler};
+
+const MS: Time = 1_000_000;
+
+fn request(at: Time, size: Time) -> Request {
+    Request { arrival: at, size, optional: 0 }
+}
+
+fn engine(scheduler: Scheduler, caps: Caps, headroom: u32) -> Engine {
+    let plan = Plan { caps, ..Plan::new(scheduler) };
+    Engine::new(Platform::default(), &plan, &Oracle { demand: None, headroom })
+}
+
+#[test]
+fn a_burst_cpu_spins_up_serves_and_idles_out() {
+    let mut e = engine(Scheduler::CpuDynamic, Caps::NONE, 0);
+    let mut fx = Vec::new();
+    e.begin(from_secs(60.0), &mut fx);
+    assert!(fx.is_empty(), "CPU-dynamic holds no FPGA");
+    let Arrival::Assigned(a) = e.arrive(request(MS, 10 * MS), &mut fx) else { panic!("rejected") };
+    assert_eq!(a.kind, Kind::Cpu);
+    assert_eq!((a.start, a.finish), (6 * MS, 16 * MS), "queued behind its 5 ms spin-up");
+    assert_eq!(fx, vec![Action::SpinUp { worker: a.worker, kind: Kind::Cpu, ready_at: 6 * MS }]);
+    fx.clear();
+    // Idle from 16 ms; released once idle for its 5 ms timeout, not before.
+    e.advance(20 * MS, true, &mut fx);
+    assert!(fx.is_empty());
+    e.advance(21 * MS, true, &mut fx);
+    assert_eq!(fx, vec![Action::Release { worker: a.worker, kind: Kind::Cpu }]);
+    assert_eq!(e.pool().worker(a.worker).state, WorkerState::SpinningDown);
+    e.advance(30 * MS, true, &mut fx);
+    assert_eq!(e.pool().worker(a.worker).state, WorkerState::Off);
+}
+
+#[test]
+fn a_prewarmed_pool_is_ready_at_zero_and_drains_after_the_trace() {
+    // FPGA-static with no demand and headroom 2 holds 1 + 2 FPGAs from the start.
+    let mut e = engine(Scheduler::FpgaStatic, Caps::NONE, 2);
+    let mut fx = Vec::new();
+    e.begin(from_secs(20.0), &mut fx);
+    assert_eq!(fx.len(), 3);
+    assert!(fx.iter().all(|a| matches!(a, Action::SpinUp { kind: Kind::Fpga, ready_at: 0, .. })));
+    let Arrival::Assigned(a) = e.arrive(request(MS, 10 * MS), &mut fx) else { panic!("rejected") };
+    assert_eq!((a.kind, a.start), (Kind::Fpga, MS), "an FPGA at once, at the speedup: 5 ms");
+    assert_eq!(a.finish, 6 * MS);
+    fx.clear();
+    // Held within the target through the trace; after it, each idles out on its timer.
+    e.advance(from_secs(19.0), true, &mut fx);
+    assert!(fx.is_empty(), "{fx:?}");
+    e.advance(Time::MAX, false, &mut fx);
+    assert_eq!(fx.iter().filter(|a| matches!(a, Action::Release { .. })).count(), 3);
+    assert!(e.pool().is_empty());
+    let o = e.finish();
+    assert_eq!((o.tally.served[Kind::Fpga], o.tally.misses), (1, 0));
+    assert_eq!(o.pool.ledger(Kind::Fpga).spin_ups, 3);
+}
+
+#[test]
+fn a_failed_board_is_released_and_its_requests_go_to_a_cpu() {
+    let mut e = engine(Scheduler::FpgaStatic, Caps::NONE, 0);
+    let mut fx = Vec::new();
+    e.begin(from_secs(20.0), &mut fx);
+    let Arrival::Assigned(a) = e.arrive(request(MS, 10 * MS), &mut fx) else { panic!("rejected") };
+    fx.clear();
+    e.fail_worker(a.worker, 2 * MS, &mut fx);
+    assert_eq!(fx, vec![Action::Release { worker: a.worker, kind: Kind::Fpga }]);
+    // FPGA-static places only on FPGAs; the rescue rule puts the re-run on a CPU with its deadline.
+    let Arrival::Assigned(b) = e.redispatch_on_cpu(a.request, 2 * MS, a.deadline, &mut fx) else {
+        panic!("rejected")
+    };
+    assert_eq!((b.kind, b.deadline), (Kind::Cpu, a.deadline));
+}
+
+#[test]
+fn a_cap_with_no_worker_of_an_allowed_type_rejects_and_counts() {
+    let mut e = engine(Scheduler::CpuDynamic, Caps(PerKind::new(Some(0), None)), 0);
+    let mut fx = Vec::new();
+    e.begin(from_secs(1.0), &mut fx);
+    assert_eq!(e.arrive(request(MS, MS), &mut fx), Arrival::Rejected);
+    assert!(fx.is_empty());
+    e.advance(Time::MAX, false, &mut fx);
+    let o = e.finish();
+    assert_eq!((o.tally.rejected, o.capped, o.tally.served_total()), (1, 1, 0));
+}
+
+#[test]
+fn a_rising_target_spins_fpgas_up_at_the_tick_within_the_cap() {
+    // SporkE sees a busy first interval (4 CPU-seconds of work per second) and, at the 10 s tick,
+    // spins FPGAs up for the interval after (ready at 20 s); the cap clips them to 1.
+    let mut e =
+        engine(Scheduler::Spork(crate::policy::Objective::ENERGY), Caps(PerKind::new(None, Some(1))), 0);
+    let mut fx = Vec::new();
+    e.begin(from_secs(100.0), &mut fx);
+    for i in 0..2_000u64 {
+        e.advance(i * 5 * MS, true, &mut fx);
+        e.arrive(request(i * 5 * MS, 20 * MS), &mut fx);
+    }
+    fx.retain(|a| matches!(a, Action::SpinUp { kind: Kind::Fpga, .. }));
+    e.advance(from_secs(20.0), true, &mut fx);
+    let fpgas: Vec<&Action> =
+        fx.iter().filter(|a| matches!(a, Action::SpinUp { kind: Kind::Fpga, .. })).collect();
+    assert_eq!(fpgas.len(), 1, "{fx:?}");
+    assert!(matches!(fpgas[0], Action::SpinUp { ready_at, .. } if *ready_at == from_secs(20.0)), "{fpgas:?}");
+    assert!(e.target() <= 1 && e.pool().allocated(Kind::Fpga) == 1);
+}
