@@ -10,7 +10,7 @@ use spork::model::time::from_secs;
 use spork::model::{PerKind, Platform};
 use spork::policy::{Caps, Scheduler};
 use spork::runtime::work::KernelImage;
-use spork::runtime::{Calibration, Fault, FaultPlan, RunConfig, RunReport, run};
+use spork::runtime::{Calibration, Clock, Fault, FaultPlan, RunConfig, RunReport, run, run_on};
 use spork_golden::Kernel;
 
 fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
@@ -73,18 +73,29 @@ fn a_stalled_kernel_times_out_and_its_requests_rerun_on_cpus() {
 }
 
 #[test]
-fn a_stop_rejects_what_is_still_in_flight_explicitly() {
-    let cfg = config(6.0, 200.0, FaultPlan::default());
+fn a_stop_waits_out_its_grace_on_the_runs_clock_then_rejects_what_is_in_flight() {
+    // A grace of an hour on the run's clock: the test moves that clock forward instead of waiting,
+    // so the run can only end if it honours the grace on the clock it was given.
+    let cfg = RunConfig { grace: Duration::from_secs(3600), ..config(6.0, 200.0, FaultPlan::default()) };
     let stop = cfg.stop.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        stop.store(true, Ordering::Relaxed);
-    });
-    let r = run(cfg).expect("runtime");
+    let clock = Clock::start();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let run_clock = clock.clone();
+    std::thread::spawn(move || done_tx.send(run_on(cfg, run_clock).expect("runtime")));
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    // Bounded: each step moves the run's clock an hour on; a run that ignored it would never end.
+    let r = (0..150)
+        .find_map(|_| {
+            std::thread::sleep(Duration::from_millis(200));
+            clock.advance(Duration::from_secs(3600));
+            done.try_recv().ok()
+        })
+        .expect("the run ended once its grace had passed on its clock");
     accounted(&r);
     assert!(r.stopped);
     assert!(r.offered < r.trace_requests, "the load generator stopped early");
-    assert!(r.wall_s < 5.0, "stopped within the grace period: {} s", r.wall_s);
+    assert!(r.wall_s >= 3600.0, "the grace was waited out on the run's clock: {} s", r.wall_s);
 }
 
 #[test]
