@@ -2,7 +2,8 @@
 
 use proptest::prelude::*;
 use spork::engine::Effects;
-use spork::evaluate::{Plan, Report, evaluate, report::ideal_fpga_only, run_with};
+use spork::evaluate::{Plan, Report, evaluate, run_with};
+use spork::model::platform::ideal_fpga_only;
 use spork::model::time::{from_secs, to_secs};
 use spork::model::{Kind, PerKind, Platform, Request, Time, WorkerId};
 use spork::policy::{Caps, DispatcherKind, Scheduler};

@@ -1,6 +1,7 @@
 //! Metrics of a run, as the paper reports them.
 
 use crate::engine::Outcome;
+use crate::model::platform::ideal_fpga_only;
 use crate::model::{EnergySplit, Kind, Platform, time::to_secs};
 use serde::Serialize;
 
@@ -88,14 +89,6 @@ pub struct Report {
     pub simulated_s: f64,
     /// Events processed.
     pub events: u64,
-}
-
-/// Energy and cost of serving `total_size_s` CPU-seconds of work on the idealised FPGA-only platform:
-/// FPGAs with the paper's default parameters that only ever draw busy power for the work itself.
-pub fn ideal_fpga_only(total_size_s: f64) -> (f64, f64) {
-    let d = Platform::default();
-    let fpga_s = total_size_s / d.fpga.speedup;
-    (fpga_s * d.fpga.busy_power_w, fpga_s * d.fpga.price_per_sec())
 }
 
 impl Report {

@@ -247,3 +247,11 @@ pub enum PlatformError {
         expected: &'static str,
     },
 }
+
+/// Energy and cost of serving `total_size_s` CPU-seconds of work on the idealised FPGA-only platform:
+/// FPGAs with the paper's default parameters that only ever draw busy power for the work itself.
+pub fn ideal_fpga_only(total_size_s: f64) -> (f64, f64) {
+    let d = Platform::default();
+    let fpga_s = total_size_s / d.fpga.speedup;
+    (fpga_s * d.fpga.busy_power_w, fpga_s * d.fpga.price_per_sec())
+}

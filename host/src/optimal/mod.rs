@@ -8,7 +8,7 @@
 //! power, spin-up and spin-down energy), cost (allocated time, spin time included) or a weighted sum in
 //! the same busy-FPGA-second units as the allocator's [`Objective`].
 
-use crate::evaluate::report::ideal_fpga_only;
+use crate::model::platform::ideal_fpga_only;
 use crate::model::{Kind, Platform, time::to_secs};
 use crate::policy::{Fleet, Objective};
 use good_lp::solvers::highs::highs;

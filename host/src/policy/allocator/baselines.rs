@@ -43,7 +43,7 @@ impl Allocator for FpgaStatic {
 
 /// FPGA-dynamic: reactive; the FPGAs the last interval needed plus a headroom of `multiple` times the
 /// largest change in needed FPGAs between consecutive intervals of the trace. The evaluator searches
-/// the least multiple that meets deadlines (see [`crate::evaluate::headroom`]).
+/// the least multiple that meets deadlines (see [`crate::engine::search_headroom`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FpgaDynamic {
     headroom: u32,
