@@ -81,7 +81,9 @@ fn a_stop_waits_out_its_grace_on_the_runs_clock_then_rejects_what_is_in_flight()
     let clock = Clock::start();
     let (done_tx, done) = std::sync::mpsc::channel();
     let run_clock = clock.clone();
-    std::thread::spawn(move || done_tx.send(run_on(cfg, run_clock).expect("runtime")));
+    std::thread::spawn(move || {
+        let _ = done_tx.send(Box::new(run_on(cfg, run_clock).expect("runtime")));
+    });
     std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, Ordering::Relaxed);
     // Bounded: each step moves the run's clock an hour on; a run that ignored it would never end.
