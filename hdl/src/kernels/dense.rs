@@ -8,18 +8,66 @@
 
 use rust_hdl::prelude::*;
 
+/// A dense int16 layer streamed one input element per cycle: eight neurons, each a 16x16 multiply and
+/// a 48-bit accumulator over up to 64 inputs, then ReLU, `>> 8` and int16 saturation
+/// (`spork_golden::dense::Layer::forward`).
+///
+/// Latency: two cycles. When a vector's last element is presented in cycle `t` (inputs are sampled on
+/// the rising edge that ends the cycle), its eight outputs are on `out_y` in cycle `t + 2`.
+/// Throughput: one element per cycle, vectors back to back with no gap. There is no back-pressure:
+/// `out_valid` pulses for one cycle per vector and the outputs must be taken then. `in_valid` may drop
+/// between elements (the element index and the accumulators hold).
+///
+/// ### Inputs
+///
+/// * [`clock`](Self::clock) Every register and the eight weight RAMs run on its rising edge.
+/// * [`w_we`](Self::w_we) Writes [`w_data`](Self::w_data) as weight [`w_index`](Self::w_index) of
+///   neuron [`w_neuron`](Self::w_neuron) on the rising edge.
+/// * [`w_neuron`](Self::w_neuron) 3-bit neuron (0..=7) whose weight RAM is written.
+/// * [`w_index`](Self::w_index) 6-bit input index (0..=63) of the weight written.
+/// * [`w_data`](Self::w_data) Signed 16-bit Q8 weight.
+/// * [`in_valid`](Self::in_valid) An input element is presented this cycle; `in_last` and `in_x` are
+///   ignored while low.
+/// * [`in_last`](Self::in_last) Marks a vector's last element: the outputs are computed, and the
+///   element index and accumulators restart for the next vector.
+/// * [`in_x`](Self::in_x) Signed 16-bit input element; the element's index is its position in the
+///   vector, counted by this widget.
+///
+/// ### Outputs
+///
+/// * [`out_valid`](Self::out_valid) High for one cycle per vector, two cycles after its last element.
+/// * [`out_y`](Self::out_y) Neuron `j`'s output as int16 bits, 0..=32767 after ReLU; valid while
+///   `out_valid` is high and held until the next vector finishes.
+///
+/// ### Hazards
+///
+/// * The element index is a 6-bit counter cleared only by `in_last`: a vector longer than 64 elements
+///   wraps to index 0 and reuses the first weights, and a vector that never sends `in_last` leaves its
+///   index and partial sums to the next vector.
+/// * A weight RAM reads the old weight when an element reads the weight being written on the same
+///   edge, so vectors streamed while the weights load (512 cycles, one weight per cycle) see a mix of
+///   old and new weights: load first, then stream.
 #[derive(LogicBlock, Default)]
 pub struct Dense {
+    /// The clock; everything is registered on its rising edge.
     pub clock: Signal<In, Clock>,
+    /// Weight write enable: writes `w_data` as weight `w_index` of neuron `w_neuron` on the rising edge.
     pub w_we: Signal<In, Bit>,
+    /// Neuron (0..=7) whose weight RAM `w_we` writes.
     pub w_neuron: Signal<In, Bits<3>>,
+    /// Input index (0..=63) of the weight `w_we` writes.
     pub w_index: Signal<In, Bits<6>>,
+    /// Signed 16-bit Q8 weight written when `w_we` is high.
     pub w_data: Signal<In, Signed<16>>,
+    /// An input element is presented this cycle; `in_last` and `in_x` are ignored while low.
     pub in_valid: Signal<In, Bit>,
-    /// Marks a vector's last element.
+    /// Marks a vector's last element: outputs are computed, index and accumulators restart.
     pub in_last: Signal<In, Bit>,
+    /// Signed 16-bit input element; its index is its position in the vector, counted here.
     pub in_x: Signal<In, Signed<16>>,
+    /// High for one cycle per vector: cycle `t + 2` when its last element was presented in cycle `t`.
     pub out_valid: Signal<Out, Bit>,
+    /// Each neuron's output as int16 bits (0..=32767 after ReLU); valid while `out_valid`, then held.
     pub out_y: [Signal<Out, Bits<16>>; 8],
     weights: [RAM<Signed<16>, 6>; 8],
     index: DFF<Bits<6>>,

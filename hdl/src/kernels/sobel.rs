@@ -8,16 +8,54 @@
 
 use rust_hdl::prelude::*;
 
+/// Streaming 3x3 Sobel gradient magnitude `min(255, |Gx| + |Gy|)` over 8-bit grayscale, one pixel per
+/// cycle in raster order (`spork_golden::sobel::sobel`).
+///
+/// Latency: three cycles. A pixel presented in cycle `t` (inputs are sampled on the rising edge that
+/// ends the cycle) at row >= 2 and column >= 2 completes the window centred one row and one column
+/// before it, whose magnitude is on the outputs in cycle `t + 3`; other pixels produce no output, so an
+/// image of `w x h` gives `(w-2) x (h-2)` outputs. Throughput: one pixel per cycle, images back to back
+/// with no gap. There is no back-pressure: each output is valid for one cycle. `in_valid` may drop
+/// between pixels (the counters and the window hold).
+///
+/// ### Inputs
+///
+/// * [`clock`](Self::clock) Every register and both line-buffer RAMs run on its rising edge.
+/// * [`width`](Self::width) 9-bit image width in pixels, 3..=256; held steady for the whole image.
+/// * [`in_valid`](Self::in_valid) A pixel is presented this cycle; `in_first` and `in_pixel` are
+///   ignored while low.
+/// * [`in_first`](Self::in_first) Marks an image's first pixel: it is placed at row 0, column 0.
+/// * [`in_pixel`](Self::in_pixel) 8-bit grayscale pixel.
+///
+/// ### Outputs
+///
+/// * [`out_valid`](Self::out_valid) High in cycle `t + 3` for a pixel at row >= 2 and column >= 2
+///   presented in cycle `t`.
+/// * [`out_mag`](Self::out_mag) 8-bit magnitude of that window; meaningful only while `out_valid` is
+///   high (it follows the window every cycle).
+///
+/// ### Hazards
+///
+/// * The row and column counters wrap at `width`: changing `width` mid-image, or a width outside
+///   3..=256 (the line buffers hold 256 pixels and are addressed by the column's low 8 bits),
+///   misplaces pixels and corrupts the outputs.
+/// * Only `in_first` restarts the counters: an image sent without it continues the previous image's
+///   rows, so its first two rows produce outputs mixing in the previous image's pixels.
 #[derive(LogicBlock, Default)]
 pub struct Sobel {
+    /// The clock; everything is registered on its rising edge.
     pub clock: Signal<In, Clock>,
     /// Image width in pixels, 3..=256; held steady for the whole image.
     pub width: Signal<In, Bits<9>>,
+    /// A pixel is presented this cycle; `in_first` and `in_pixel` are ignored while low.
     pub in_valid: Signal<In, Bit>,
     /// Marks the image's first pixel: restarts the row and column counters.
     pub in_first: Signal<In, Bit>,
+    /// 8-bit grayscale pixel, in raster order.
     pub in_pixel: Signal<In, Bits<8>>,
+    /// High in cycle `t + 3` when the pixel presented in cycle `t` completes a 3x3 window.
     pub out_valid: Signal<Out, Bit>,
+    /// The completed window's magnitude, `min(255, |Gx| + |Gy|)`; meaningful only while `out_valid`.
     pub out_mag: Signal<Out, Bits<8>>,
     line1: RAM<Bits<8>, 8>,
     line2: RAM<Bits<8>, 8>,
