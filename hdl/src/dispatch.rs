@@ -14,31 +14,104 @@ use rust_hdl::prelude::*;
 /// Processing elements the engine books.
 pub const PES: usize = 8;
 
+/// The request-queue/dispatch engine: a 16-deep descriptor queue and efficient-first booking of eight
+/// processing elements, one decision per cycle (`spork_golden::dispatch::Engine` is its cycle-accurate
+/// model).
+///
+/// Latency: a descriptor pushed in cycle `t` (inputs are sampled on the rising edge that ends the
+/// cycle) can be popped from cycle `t + 2`; the decision on a descriptor popped in cycle `p` is on the
+/// grant or reject outputs in cycle `p + 1`: three cycles from push to decision when the queue was
+/// empty and `hold` stays low. Throughput: one push and one decision per cycle. Back-pressure: `full`
+/// (pushes are dropped while it is high) and `hold` (no pops while it is high); decisions cannot be
+/// stalled, each is shown for exactly one cycle.
+///
+/// ### Inputs
+///
+/// * [`clock`](Self::clock) Every register, the cycle counter and the queue run on its rising edge.
+/// * [`cfg_we`](Self::cfg_we) Configures element [`cfg_pe`](Self::cfg_pe) with
+///   [`cfg_kernel`](Self::cfg_kernel) and [`cfg_enable`](Self::cfg_enable) on the rising edge.
+/// * [`cfg_pe`](Self::cfg_pe) 3-bit index (0..=7) of the element configured.
+/// * [`cfg_kernel`](Self::cfg_kernel) 2-bit kernel code (`Kernel::code`) the element holds.
+/// * [`cfg_enable`](Self::cfg_enable) Whether the element takes new requests.
+/// * [`hold`](Self::hold) No pop this cycle; the head waits.
+/// * [`push`](Self::push) Pushes the descriptor on the `req_*` ports; dropped while `full` is high.
+/// * [`req_id`](Self::req_id) 16-bit request id, echoed on the decision.
+/// * [`req_kernel`](Self::req_kernel) 2-bit kernel code the request needs.
+/// * [`req_est`](Self::req_est) 24-bit estimated run time on an element, in cycles.
+/// * [`req_deadline`](Self::req_deadline) 48-bit absolute deadline in `now`'s cycles: the latest
+///   acceptable finish.
+///
+/// ### Outputs
+///
+/// * [`full`](Self::full) The queue holds 16 descriptors: a push this cycle is dropped.
+/// * [`now`](Self::now) 48-bit cycle counter (0 at power-up, +1 per cycle, wraps at 2^48): the time
+///   base of deadlines, starts and finishes.
+/// * [`grant_valid`](Self::grant_valid) High for one cycle, the cycle after a pop that found an
+///   element.
+/// * [`grant_id`](Self::grant_id) 16-bit id of the granted request.
+/// * [`grant_pe`](Self::grant_pe) 3-bit index of the element booked.
+/// * [`grant_start`](Self::grant_start) 48-bit cycle the request starts on it: `max(busy_until, now)`
+///   at the pop.
+/// * [`grant_finish`](Self::grant_finish) 48-bit cycle it finishes, `start + est`: the element's new
+///   `busy_until`.
+/// * [`reject_valid`](Self::reject_valid) High for one cycle, the cycle after a pop no element could
+///   take by its deadline; the host runs the request on a CPU.
+/// * [`reject_id`](Self::reject_id) 16-bit id of the rejected request.
+///
+/// At most one of `grant_valid` and `reject_valid` is high in a cycle. The `grant_*` and `reject_id`
+/// values are meaningful only while their valid is high (they hold the last decision's values).
+///
+/// ### Hazards
+///
+/// * `full` gives no error: a push while it is high is lost, even when a pop frees a slot that cycle.
+///   The host must check `full` in the cycle it pushes.
+/// * Configuration takes effect on the edge: a pop in the same cycle still sees the old kernel and
+///   enable. Reconfiguring or disabling an element keeps its `busy_until`, so work already granted
+///   to it still delays later grants to it.
+/// * `busy_until` is only ever the booked estimate: the engine never learns when work really
+///   finishes, so an overrunning request is invisible to later grants.
+/// * Time wraps at 2^48 cycles (3.2 days at 1 GHz): a finish past the wrap compares as early.
 #[derive(LogicBlock, Default)]
 pub struct Dispatch {
+    /// The clock; everything is registered on its rising edge.
     pub clock: Signal<In, Clock>,
-    /// Configures one element: which kernel it holds and whether it takes requests.
+    /// Configures element `cfg_pe` with `cfg_kernel` and `cfg_enable` on the rising edge.
     pub cfg_we: Signal<In, Bit>,
+    /// Index (0..=7) of the element `cfg_we` configures.
     pub cfg_pe: Signal<In, Bits<3>>,
+    /// 2-bit kernel code (`Kernel::code`) the configured element holds.
     pub cfg_kernel: Signal<In, Bits<2>>,
+    /// Whether the configured element takes new requests.
     pub cfg_enable: Signal<In, Bit>,
     /// Holds the queue: no pops while high (the host pauses dispatch, e.g. while it reconfigures).
     pub hold: Signal<In, Bit>,
-    /// Pushes a descriptor; ignored while `full` (the host must wait).
+    /// Pushes the `req_*` descriptor; dropped while `full` (the host must wait).
     pub push: Signal<In, Bit>,
+    /// Request id, echoed on `grant_id` or `reject_id`.
     pub req_id: Signal<In, Bits<16>>,
+    /// 2-bit kernel code the request needs.
     pub req_kernel: Signal<In, Bits<2>>,
+    /// Estimated run time on an element, in cycles.
     pub req_est: Signal<In, Bits<24>>,
+    /// Absolute deadline in `now`'s cycles: the latest acceptable finish.
     pub req_deadline: Signal<In, Bits<48>>,
+    /// The queue holds 16 descriptors: a push this cycle is dropped.
     pub full: Signal<Out, Bit>,
     /// The engine's cycle counter, the time base of deadlines and grants.
     pub now: Signal<Out, Bits<48>>,
+    /// High for one cycle, the cycle after a pop that booked an element.
     pub grant_valid: Signal<Out, Bit>,
+    /// Id of the granted request; meaningful while `grant_valid`.
     pub grant_id: Signal<Out, Bits<16>>,
+    /// Index of the element booked; meaningful while `grant_valid`.
     pub grant_pe: Signal<Out, Bits<3>>,
+    /// Cycle the request starts on the element, `max(busy_until, now)` at the pop.
     pub grant_start: Signal<Out, Bits<48>>,
+    /// Cycle the request finishes, `grant_start + est`: the element's new `busy_until`.
     pub grant_finish: Signal<Out, Bits<48>>,
+    /// High for one cycle, the cycle after a pop that no element could take by its deadline.
     pub reject_valid: Signal<Out, Bit>,
+    /// Id of the rejected request; meaningful while `reject_valid`.
     pub reject_id: Signal<Out, Bits<16>>,
     queue: SynchronousFIFO<Bits<90>, 4, 5, 1>,
     cycle: DFF<Bits<48>>,

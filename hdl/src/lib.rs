@@ -5,6 +5,8 @@
 //! Verilator models in `spork-sim` are built from those files, so this crate (and rust-hdl) never
 //! enters the host's build. `spork_golden` holds the software reference each design must match.
 
+#![warn(missing_docs)]
+
 pub mod dispatch;
 pub mod kernels;
 pub mod verilog;

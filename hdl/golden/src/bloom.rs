@@ -36,21 +36,26 @@ impl Profile {
         p
     }
 
+    /// Adds a term: sets its three bits.
     pub fn insert(&mut self, hash: u32) {
         for i in indices(hash) {
             self.set(i as usize, true);
         }
     }
 
+    /// Sets or clears one bit (0..1024), as the RTL's `load_*` port writes it.
     pub fn set(&mut self, bit: usize, value: bool) {
         let (w, b) = (bit / 64, bit % 64);
         self.words[w] = (self.words[w] & !(1 << b)) | (u64::from(value) << b);
     }
 
+    /// One bit (0..1024) of the filter.
     pub fn bit(&self, bit: usize) -> bool {
         self.words[bit / 64] >> (bit % 64) & 1 == 1
     }
 
+    /// Whether the term matches: all three of its bits are set (true for every inserted term, and for
+    /// the filter's false positives).
     pub fn contains(&self, hash: u32) -> bool {
         indices(hash).iter().all(|&i| self.bit(i as usize))
     }

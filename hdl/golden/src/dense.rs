@@ -13,6 +13,7 @@ pub const SHIFT: u32 = 8;
 /// The weights held on chip: `weights[neuron][input]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layer {
+    /// Q8 weights: `weights[j][i]` multiplies input `i` into neuron `j`.
     pub weights: [[i16; MAX_INPUTS]; NEURONS],
 }
 

@@ -22,6 +22,7 @@ pub const EST_MASK: u32 = (1 << 24) - 1;
 /// A request as the host hands it to the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Descriptor {
+    /// The host's request id, echoed in the [`Decision`].
     pub id: u16,
     /// 2-bit kernel code (`Kernel::code`).
     pub kernel: u8,
@@ -34,16 +35,34 @@ pub struct Descriptor {
 /// One processing element's booking state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Element {
+    /// Whether the element takes new requests.
     pub enabled: bool,
+    /// 2-bit code (`Kernel::code`) of the kernel the element holds.
     pub kernel: u8,
+    /// The finish of the last request booked on it, in engine cycles (48 bits); 0 until then.
     pub busy_until: u64,
 }
 
 /// What the engine answers for one descriptor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Grant { id: u16, pe: u8, start: u64, finish: u64 },
-    Reject { id: u16 },
+    /// Booked on an element (the RTL's `grant_*` outputs).
+    Grant {
+        /// The descriptor's id.
+        id: u16,
+        /// The element booked.
+        pe: u8,
+        /// The cycle the request starts: the element's `busy_until`, or the pop's cycle if later.
+        start: u64,
+        /// `start + est`: the element's new `busy_until`.
+        finish: u64,
+    },
+    /// No enabled element holding the kernel can finish it by its deadline; the host runs it on a CPU
+    /// (the RTL's `reject_*` outputs).
+    Reject {
+        /// The descriptor's id.
+        id: u16,
+    },
 }
 
 /// Efficient-first: the chosen element with its start and finish, or `None` to reject.
@@ -63,18 +82,23 @@ pub fn select(now: u64, elements: &[Element], d: &Descriptor) -> Option<(usize, 
 /// What the host drives in one cycle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
+    /// A descriptor to push (`push` and `req_*`); dropped if the queue is full this cycle.
     pub push: Option<Descriptor>,
-    /// No pop this cycle.
+    /// No pop this cycle (`hold`).
     pub hold: bool,
-    /// (element, kernel code, enabled)
+    /// Configures one element (`cfg_*`): (element, kernel code, enabled), effective from the next
+    /// cycle.
     pub configure: Option<(u8, u8, bool)>,
 }
 
 /// What the engine's outputs show during one cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outputs {
+    /// The engine's cycle counter (`now`).
     pub now: u64,
+    /// The queue holds [`QUEUE_DEPTH`] descriptors: a push this cycle is dropped (`full`).
     pub full: bool,
+    /// The decision on the descriptor popped in the previous cycle, if any (`grant_*`, `reject_*`).
     pub decision: Option<Decision>,
 }
 
@@ -89,6 +113,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// The engine at power-up: cycle 0, empty queue, every element disabled, idle and holding kernel 0.
     pub fn new() -> Engine {
         Engine::default()
     }
@@ -98,6 +123,7 @@ impl Engine {
         self.now
     }
 
+    /// The elements' configuration and bookings.
     pub fn elements(&self) -> &[Element; PES] {
         &self.elements
     }

@@ -28,13 +28,14 @@ pub fn image_shape(rng: &mut impl Rng, max_width: usize, max_height: usize) -> (
     (rng.random_range(3..=max_width.clamp(3, MAX_WIDTH)), rng.random_range(3..=max_height.max(3)))
 }
 
-/// A profile of `terms` random interests, and a document of `len` terms about a third of which
-/// come from the profile's terms.
+/// A profile of `terms` random interests, with the interests' term hashes (for [`document`]).
 pub fn profile(rng: &mut impl Rng, terms: usize) -> (Profile, Vec<u32>) {
     let interests: Vec<u32> = (0..terms).map(|_| rng.random()).collect();
     (Profile::from_terms(&interests), interests)
 }
 
+/// A document of `len` random term hashes, about a third of them drawn from `interests` (when it is not
+/// empty).
 pub fn document(rng: &mut impl Rng, interests: &[u32], len: usize) -> Vec<u32> {
     (0..len)
         .map(|_| {
@@ -60,6 +61,8 @@ pub fn layer(rng: &mut impl Rng) -> Layer {
     l
 }
 
+/// An input vector of `len` elements, spread over the whole int16 range or small values
+/// (-1024..=1024), chosen per vector (so both the saturation and the exact-rescale paths are exercised).
 pub fn vector(rng: &mut impl Rng, len: usize) -> Vec<i16> {
     let wide = rng.random::<bool>();
     (0..len).map(|_| if wide { rng.random() } else { rng.random_range(-1024..=1024) }).collect()

@@ -5,6 +5,8 @@
 //! requests, the RTL in `spork-hdl` is checked bit-exact against it under rust-hdl's simulator and
 //! under Verilator (`spork-sim`), and the host uses it without pulling rust-hdl into its build.
 
+#![warn(missing_docs)]
+
 pub mod bloom;
 pub mod dense;
 pub mod dispatch;
@@ -25,6 +27,7 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Every kernel, in code order.
     pub const ALL: [Kernel; 3] = [Kernel::Sobel, Kernel::Bloom, Kernel::Dense];
 
     /// The name used for the RTL module, its Verilog file and its manifest.
@@ -54,6 +57,7 @@ impl Kernel {
         }
     }
 
+    /// The kernel with this [`name`](Kernel::name), if any.
     pub fn from_name(name: &str) -> Option<Kernel> {
         Kernel::ALL.into_iter().find(|k| k.name() == name)
     }
@@ -68,10 +72,28 @@ impl fmt::Display for Kernel {
 /// A kernel input that does not fit the hardware's fixed shape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShapeError {
+    /// A Sobel image width outside 3..=`max`.
     #[error("image width {width} is outside 3..={max} (the line buffers hold {max} pixels)")]
-    Width { width: usize, max: usize },
+    Width {
+        /// The width asked for.
+        width: usize,
+        /// The widest image the line buffers hold (`sobel::MAX_WIDTH`).
+        max: usize,
+    },
+    /// A Sobel image that is not at least 3 whole rows.
     #[error("image of {len} pixels is not a whole number of rows of {width} with at least 3 rows")]
-    Rows { len: usize, width: usize },
+    Rows {
+        /// Pixels given.
+        len: usize,
+        /// The image width.
+        width: usize,
+    },
+    /// A dense input vector that is empty or longer than the weight memories.
     #[error("input vector of {len} elements is outside 1..={max} (the weight memories hold {max})")]
-    Inputs { len: usize, max: usize },
+    Inputs {
+        /// Elements given.
+        len: usize,
+        /// The most inputs per neuron (`dense::MAX_INPUTS`).
+        max: usize,
+    },
 }

@@ -36,11 +36,11 @@ use rust_hdl::prelude::*;
 ///
 /// ### Hazards
 ///
-/// * The row and column counters wrap at `width`: changing `width` mid-image, or a width outside
-///   3..=256 (the line buffers hold 256 pixels and are addressed by the column's low 8 bits),
-///   misplaces pixels and corrupts the outputs.
+/// * The column counter wraps at `width`: changing `width` mid-image, or a width outside 3..=256 (the
+///   line buffers hold 256 pixels and are addressed by the column's low 8 bits), misplaces pixels and
+///   corrupts or drops outputs.
 /// * Only `in_first` restarts the counters: an image sent without it continues the previous image's
-///   rows, so its first two rows produce outputs mixing in the previous image's pixels.
+///   rows and columns, so its first outputs mix in the previous image's pixels.
 #[derive(LogicBlock, Default)]
 pub struct Sobel {
     /// The clock; everything is registered on its rising edge.
