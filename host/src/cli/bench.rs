@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             events_per_s: r.events as f64 / best,
         };
         if !args.json {
-            println!(
+            out!(
                 "{:<14} {:>11} requests {:>11} events in {:>7.2} s: {:>6.2} M requests/s, {:>6.2} M events/s",
                 row.scheduler,
                 row.requests,
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rows.push(row);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        out!("{}", serde_json::to_string_pretty(&rows)?);
     }
     Ok(())
 }

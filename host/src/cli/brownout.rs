@@ -130,12 +130,14 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         std::fs::write(dir.join("brownout.json"), serde_json::to_string_pretty(&rows)?)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        out!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!(
+    out!(
         "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s)",
-        a.setpoint, scenario.duration_s, a.seeds
+        a.setpoint,
+        scenario.duration_s,
+        a.seeds
     );
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
@@ -164,6 +166,6 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
             if i > 0 { Cell::new(c).set_alignment(CellAlignment::Right) } else { Cell::new(c) }
         }));
     }
-    println!("{t}");
+    out!("{t}");
     Ok(())
 }

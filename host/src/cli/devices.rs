@@ -25,17 +25,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "xilinx_xrt": xrt,
             "features": { "xrt": cfg!(feature = "xrt"), "f1": cfg!(feature = "f1") },
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        out!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
-    println!(
+    out!(
         "spork built with XRT support: {}; with F1 support: {}; XILINX_XRT: {}",
         if cfg!(feature = "xrt") { "yes" } else { "no (--features xrt)" },
         if cfg!(feature = "f1") { "yes" } else { "no (--features f1)" },
         xrt.as_ref().map_or_else(|| "not set".to_string(), |p| p.display().to_string())
     );
     if found.is_empty() {
-        println!(
+        out!(
             "no FPGA board on this machine: no Xilinx (PCI vendor 0x10ee) or AWS F1 (0x1d0f) device under {}. \
              `spork run` uses the simulated board (--board sim).",
             args.sys.join("bus/pci/devices").display()
@@ -49,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ("aws-f1", _) => "AWS FPGA slot (feature f1)",
             _ => "no XRT driver bound",
         };
-        println!(
+        out!(
             "{} {} device {} driver {}: {usable}",
             d.bdf,
             d.family,

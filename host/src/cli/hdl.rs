@@ -110,7 +110,7 @@ fn generate(dir: &Path, check: bool) -> anyhow::Result<()> {
         bail!("{} {}", gen_path.display(), if check { "found stale Verilog" } else { "failed" });
     }
     if !check {
-        println!("next: `spork hdl lint`, then `spork hdl synth` to refresh the manifests");
+        out!("next: `spork hdl lint`, then `spork hdl synth` to refresh the manifests");
     }
     Ok(())
 }
@@ -124,14 +124,14 @@ fn lint(dir: &Path) -> anyhow::Result<()> {
             waivers.display()
         );
     }
-    println!("{}", bitstream::tool_version("verilator")?);
+    out!("{}", bitstream::tool_version("verilator")?);
     let mut failed = Vec::new();
     for (name, file) in found {
         let out = bitstream::lint(&file, &name, &waivers)?;
         if out.clean {
-            println!("{name}: clean (verilator --lint-only -Wall, waivers in lint.vlt)");
+            out!("{name}: clean (verilator --lint-only -Wall, waivers in lint.vlt)");
         } else {
-            println!("{name}: FAILED\n{}", out.messages);
+            out!("{name}: FAILED\n{}", out.messages);
             failed.push(name);
         }
     }
@@ -181,7 +181,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         std::fs::write(&manifest_path, m.to_toml())
             .with_context(|| format!("writing {}", manifest_path.display()))?;
         let r = &m.resources;
-        println!(
+        out!(
             "{name}: {} LUT, {} LUTRAM, {} FF, {} DSP, {} BRAM; {:.3} {}/cycle; yosys {:.1} s -> {}",
             r.lut,
             r.lutram,
@@ -253,7 +253,7 @@ fn report(dir: &Path, json: bool) -> anyhow::Result<()> {
         });
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        out!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
     let mut t = Table::new();
@@ -290,14 +290,14 @@ fn report(dir: &Path, json: bool) -> anyhow::Result<()> {
             format!("{:.2}", r.load_ms_median),
         ]);
     }
-    println!("{t}");
-    println!(
+    out!("{t}");
+    out!(
         "Resources: yosys synth_xilinx -family xcup (UltraScale+), from the manifests. Clock: the manifests' \
          nominal clock (yosys gives no timing). cycles/item, Verilator speed and load time: measured now on \
          this machine; sim lag = how much slower than the device at that clock the Verilated model runs."
     );
     if rows.iter().any(|r| !r.manifest_current) {
-        println!("(stale) manifests were synthesised from older Verilog: run `spork hdl synth`");
+        out!("(stale) manifests were synthesised from older Verilog: run `spork hdl synth`");
     }
     Ok(())
 }

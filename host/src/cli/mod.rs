@@ -1,5 +1,15 @@
 //! Command-line edge: argument parsing, file loading, output. Errors become `anyhow` here.
 
+/// `println!` that fails instead of panicking: a closed pipe or a full disk on standard output ends
+/// the command with an error and a non-zero exit.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+            .map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}"))?
+    }};
+}
+
 mod bench;
 mod brownout;
 mod devices;

@@ -91,10 +91,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             intervals: a.intervals,
             solution: &s,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         let (vars, ints, rows) = s.size;
-        println!(
+        out!(
             "{} {}-optimal, burstiness {}, {} intervals: {} ({} variables, {} integer, {} constraints) in {:.2} s, gap {:.4}%",
             a.fleet,
             a.objective,
@@ -107,7 +107,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             s.solve_s,
             s.gap * 100.0
         );
-        println!(
+        out!(
             "energy {:.1} kJ (busy {:.1}, idle {:.1}, spin {:.1}), cost ${:.2}; energy efficiency {:.1}%, relative cost {:.2}x; \
              {:.1}% of work on CPUs; peak {} FPGAs, {} CPUs",
             s.energy_j / 1e3,

@@ -21,7 +21,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut meters = spork::power::detect(&args.sys);
     if meters.is_empty() {
-        println!(
+        out!(
             "no power sensor under {}: no RAPL domain (class/powercap/intel-rapl:N; needs root, absent in most VMs) \
              and no Alveo board (bus/pci/devices/<BDF>/xmc.*/xmc_power or hwmon_sdm). `spork run` reports \
              modelled energy only.",
@@ -36,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let secs = args.over as f64 / 1e9;
     for m in &mut meters {
         let j = m.energy_j()?;
-        println!(
+        out!(
             "{} ({}): {j:.2} J over {secs:.1} s = {:.1} W",
             m.name(),
             if m.measured() { "measured" } else { "modelled" },

@@ -247,10 +247,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             platform: &platform,
             runs: &runs,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}", table(&runs));
-        print_notes(&runs);
+        out!("{}", table(&runs));
+        print_notes(&runs)?;
     }
     Ok(())
 }
@@ -444,8 +444,8 @@ fn table(runs: &[RunReport]) -> Table {
     t
 }
 
-fn print_notes(runs: &[RunReport]) {
-    println!(
+fn print_notes(runs: &[RunReport]) -> anyhow::Result<()> {
+    out!(
         "Latency: CPU requests in wall time; FPGA requests on the board's own timeline (queueing + cycles / clock), \
          because the Verilated model runs slower than the board would (simulation lag above; each board result \
          arrived that much later in wall time, and was checked against the CPU reference). Energy and cost are \
@@ -453,26 +453,25 @@ fn print_notes(runs: &[RunReport]) {
     );
     for r in runs {
         if r.meters.is_empty() {
-            println!(
-                "{}: no power sensor found (no RAPL, no Alveo board): energy is modelled only",
-                r.scheduler
-            );
+            out!("{}: no power sensor found (no RAPL, no Alveo board): energy is modelled only", r.scheduler);
         }
         for m in &r.meters {
             let kind = if m.measured { "measured" } else { "modelled" };
             match &m.energy_j {
-                Ok(j) => println!("{}: {kind} {}: {j:.1} J over the run", r.scheduler, m.name),
-                Err(e) => println!("{}: {kind} {}: unreadable ({e})", r.scheduler, m.name),
+                Ok(j) => out!("{}: {kind} {}: {j:.1} J over the run", r.scheduler, m.name),
+                Err(e) => out!("{}: {kind} {}: unreadable ({e})", r.scheduler, m.name),
             }
         }
         for f in &r.faults.log {
-            println!("fault ({}): {f}", r.scheduler);
+            out!("fault ({}): {f}", r.scheduler);
         }
         if r.stopped {
-            println!(
+            out!(
                 "{}: stopped early; {} in-flight requests rejected explicitly",
-                r.scheduler, r.rejected_at_stop
+                r.scheduler,
+                r.rejected_at_stop
             );
         }
     }
+    Ok(())
 }

@@ -76,10 +76,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let reports: Vec<Report> = plans.par_iter().map(|plan| evaluate(&platform, &trace, plan)).collect();
     if args.json {
         let out = Output { trace: &summary, platform: &platform, reports: &reports };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        out!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("{}", table::trace_line(&summary, &platform));
-        println!("{}\n", table::reports(&reports));
+        out!("{}", table::trace_line(&summary, &platform));
+        out!("{}\n", table::reports(&reports));
         eprintln!("evaluated {} scheduler(s) in {:.1} s", reports.len(), started.elapsed().as_secs_f64());
     }
     Ok(())

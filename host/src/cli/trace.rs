@@ -157,9 +157,9 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
             let trace = file::read(&path)?;
             let sum = summarize(&trace, Some(path), None);
             if json {
-                println!("{}", serde_json::to_string_pretty(&sum)?);
+                out!("{}", serde_json::to_string_pretty(&sum)?);
             } else {
-                println!(
+                out!(
                     "{}: {} minutes, {:.0} s, size {:.3} ms, seed {}, {:.0} requests expected, mean {:.1} req/s, peak/mean {:.2}",
                     sum.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
                     trace.minute_rates.len(),
