@@ -272,3 +272,40 @@ pub const SENSITIVITY: [Scheduler; 4] = [
     Scheduler::FpgaDynamic,
     Scheduler::Spork(Objective::ENERGY),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn keys(j: &Job) -> BTreeSet<String> {
+        j.run().unwrap().metrics.into_keys().collect()
+    }
+
+    fn declared(j: &Job) -> BTreeSet<String> {
+        j.work.metrics().iter().map(|m| m.key().to_string()).collect()
+    }
+
+    #[test]
+    fn a_run_records_the_metrics_its_kind_declares() {
+        let scale = Scale { duration: from_secs(120.0), ..Scale::quick() };
+        let source = synthetic(&scale, 0.6, SizeSpec::Short, 0);
+        let platform = Platform::default();
+        let fpga = sim("t", &[], 0, platform, source.clone(), Scheduler::FpgaDynamic, None);
+        assert_eq!(keys(&fpga), declared(&fpga));
+        // A scheduler that searches no headroom has none to report.
+        let cpu = sim("t", &[], 0, platform, source, Scheduler::CpuDynamic, None);
+        assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([Metric::Headroom.key().to_string()]));
+        let spec = MilpSpec {
+            platform,
+            fleet: crate::policy::Fleet::HYBRID,
+            objective: Objective::ENERGY,
+            interval_s: 1.0,
+            time_limit_s: 10.0,
+            mip_rel_gap: 1e-4,
+        };
+        let work = Work::Milp { spec, burstiness: 0.6, intervals: 16, seed: 1 };
+        let milp = Job { folder: "t", params: params(&[]), trace: 0, series: "s".into(), work };
+        assert_eq!(keys(&milp), declared(&milp));
+    }
+}

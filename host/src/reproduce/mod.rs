@@ -193,3 +193,23 @@ pub fn load_points(out: &Path, experiment: &str) -> Vec<Point> {
                 .collect()
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_names_registered_experiments() {
+        let ids = |only: &[&str]| {
+            let only: Vec<String> = only.iter().map(|s| s.to_string()).collect();
+            chosen(&only).map(|c| c.iter().map(|e| e.id()).collect::<Vec<_>>())
+        };
+        assert_eq!(ids(&[]).unwrap().len(), experiments::all().len());
+        assert_eq!(ids(&["table8", "fig3"]).unwrap(), ["fig3", "table8"], "registry order");
+        let e = ids(&["fig3", "table9prod"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unknown experiment 'table9prod': expected fig2, fig3, fig4, fig5, fig6, fig7, table8 or table9"
+        );
+    }
+}

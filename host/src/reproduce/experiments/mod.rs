@@ -59,3 +59,6 @@ fn sensitivity_jobs(
     }
     jobs
 }
+
+#[cfg(test)]
+mod tests;
