@@ -163,7 +163,7 @@ pub struct Check {
 }
 
 /// `a / b` when both are known and `b` is not zero.
-pub fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b != 0.0 => Some(a / b),
         _ => None,
@@ -171,7 +171,7 @@ pub fn div(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// The largest known value.
-pub fn max(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+fn max(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     v.into_iter().flatten().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
 }
 

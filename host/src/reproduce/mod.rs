@@ -26,8 +26,7 @@ use experiment::{Experiment, Inputs, Tables};
 use jobs::{Job, Scale};
 use production::Sources;
 use std::collections::HashMap;
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use store::Row;
 
