@@ -5,7 +5,7 @@ use anyhow::{Context, bail};
 use serde::Serialize;
 use spork::optimal::{MilpSpec, solve};
 use spork::policy::{Fleet, Objective};
-use spork::reproduce::experiments::bmodel_load;
+use spork::reproduce::jobs::bmodel_load;
 
 /// Options of `spork optimal`.
 #[derive(clap::Args, Debug)]

@@ -1,0 +1,64 @@
+//! The registry of the paper's experiments, one file each. This list is the only place that knows
+//! them all: the runner, the report and the tests go through it.
+
+mod fig2;
+mod fig3;
+mod fig4;
+mod fig5;
+mod fig6;
+mod fig7;
+mod table8;
+mod table9;
+
+pub use fig2::Fig2;
+pub use fig3::Fig3;
+pub use fig4::Fig4;
+pub use fig5::Fig5;
+pub use fig6::Fig6;
+pub use fig7::Fig7;
+pub use table8::Table8;
+pub use table9::Table9;
+
+use super::experiment::Experiment;
+use super::jobs::{Job, SENSITIVITY, Scale, sim, synthetic};
+use crate::model::Platform;
+use crate::trace::SizeSpec;
+
+/// Every experiment, in the order of the report (and of `claims.json`).
+pub fn all() -> [&'static dyn Experiment; 8] {
+    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Fig7, &Table9, &Table8]
+}
+
+/// The experiment named `id`.
+pub fn by_id(id: &str) -> Option<&'static dyn Experiment> {
+    all().into_iter().find(|e| e.id() == id)
+}
+
+/// Every experiment id, sorted (for messages).
+pub fn ids() -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = all().iter().map(|e| e.id()).collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The four sensitivity schedulers on every synthetic trace of one point (Figures 5 to 7).
+fn sensitivity_jobs(
+    folder: &'static str,
+    at: &[(&str, f64)],
+    scale: &Scale,
+    platform: Platform,
+    burstiness: f64,
+    size: SizeSpec,
+) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for trace in 0..scale.traces {
+        for s in SENSITIVITY {
+            let source = synthetic(scale, burstiness, size, trace);
+            jobs.push(sim(folder, at, trace, platform, source, s, None));
+        }
+    }
+    jobs
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! Runs a list of jobs in parallel, each row appended to its folder's `runs.jsonl` as it finishes, and
+//! skips the runs a folder already holds, so an interrupted sweep resumes where it stopped.
+
+use super::jobs::{Job, Work};
+use super::store::{Row, Store, StoreError};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// What a sweep leaves: every row by results folder, earlier ones first.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Rows of each folder that had a job, including rows of earlier invocations.
+    pub rows: HashMap<&'static str, Vec<Row>>,
+    /// Jobs found already done.
+    pub resumed: usize,
+    /// Jobs that failed: ("<folder> <run key>", error).
+    pub failed: Vec<(String, String)>,
+}
+
+/// Runs the `jobs` not yet recorded under `out`, in parallel; a progress bar when `progress`.
+pub fn run(jobs: &[Job], out: &Path, progress: bool) -> Result<Outcome, StoreError> {
+    let (stores, mut rows) = open(jobs, out)?;
+    let done: HashSet<(&str, String)> =
+        rows.iter().flat_map(|(f, rs)| rs.iter().map(move |r| (*f, r.key()))).collect();
+    let mut pending: Vec<&Job> = jobs.iter().filter(|j| !done.contains(&(j.folder, j.key()))).collect();
+    let resumed = jobs.len() - pending.len();
+    // Long runs first so the tail of the sweep stays short.
+    pending.sort_by_key(|j| std::cmp::Reverse(cost_hint(j)));
+    let bar = bar(progress, pending.len());
+    let results: Vec<(&Job, Result<Row, String>)> = pending
+        .par_iter()
+        .map(|j| {
+            let r = j.run();
+            if let Ok(row) = &r
+                && let Some(s) = stores.get(j.folder)
+                && let Err(e) = s.append(row)
+            {
+                bar.println(format!("warning: {e}"));
+            }
+            bar.inc(1);
+            bar.set_message(j.folder);
+            (*j, r)
+        })
+        .collect();
+    bar.finish_and_clear();
+    let mut failed = Vec::new();
+    for (j, r) in results {
+        match r {
+            Ok(row) => rows.entry(j.folder).or_default().push(row),
+            Err(msg) => failed.push((format!("{} {}", j.folder, j.key()), msg)),
+        }
+    }
+    Ok(Outcome { rows, resumed, failed })
+}
+
+type Opened = (HashMap<&'static str, Store>, HashMap<&'static str, Vec<Row>>);
+
+/// One store per folder the jobs write, with the rows it already holds.
+fn open(jobs: &[Job], out: &Path) -> Result<Opened, StoreError> {
+    let mut stores = HashMap::new();
+    let mut rows = HashMap::new();
+    for j in jobs {
+        if !stores.contains_key(j.folder) {
+            let (s, existing) = Store::open(&out.join(j.folder).join("runs.jsonl"))?;
+            stores.insert(j.folder, s);
+            rows.insert(j.folder, existing);
+        }
+    }
+    Ok((stores, rows))
+}
+
+fn bar(progress: bool, len: usize) -> ProgressBar {
+    let bar = if progress { ProgressBar::new(len as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} runs, ETA {eta_precise} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Rough relative duration of a job, for ordering.
+fn cost_hint(j: &Job) -> u64 {
+    match &j.work {
+        Work::Milp { intervals, .. } => *intervals as u64 * 10,
+        Work::Sim { scheduler, .. } => {
+            if scheduler.searches_headroom() {
+                6000
+            } else {
+                1000
+            }
+        }
+    }
+}
