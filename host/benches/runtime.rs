@@ -20,7 +20,7 @@ use spork::policy::allocator::{Allocator, IntervalStats};
 use spork::power::{Modelled, PowerMeter};
 use spork::runtime::Clock;
 use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
-use spork::runtime::work::{KernelImage, Payload, Work};
+use spork::runtime::work::{Input, KernelImage, Payload, Work};
 use spork::runtime::worker::{Event, JobMsg, Worker};
 use spork_golden::Kernel;
 
@@ -87,7 +87,13 @@ fn request_overhead(c: &mut Criterion) {
         b.iter(|| {
             id += 1;
             worker
-                .send(JobMsg { id, work: payload.clone(), optional: false, dispatched: 0, stall: None })
+                .send(JobMsg {
+                    id,
+                    input: Input::Built(payload.clone()),
+                    optional: false,
+                    dispatched: 0,
+                    stall: None,
+                })
                 .expect("send");
             loop {
                 if let Some(Event::Done(d)) = rx.blocking_recv() {

@@ -21,7 +21,7 @@
 //! ```
 
 use crate::input::{InputError, Location};
-use crate::model::platform::{Platform, PlatformError, WorkerSpec};
+use crate::model::platform::{Platform, PlatformError, WorkerSpec, show};
 use crate::model::time::from_duration;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -83,9 +83,15 @@ pub fn parse_platform(path: &Path, text: &str) -> Result<Platform, InputError> {
         spans.insert("requests.deadline_factor".into(), f.span());
         platform.deadline_factor = *f.get_ref();
     }
-    platform.validate().map_err(|PlatformError::OutOfRange { field, value, expected }| {
+    platform.validate().map_err(|e| {
+        let (field, value, expected) = match e {
+            PlatformError::OutOfRange { field, value, expected } => (field, value, format!("use {expected}")),
+            PlatformError::Range { field, value, min, max } => {
+                (field, value, format!("use a finite number from {min} to {max}"))
+            }
+        };
         let location = Location::of_span(path, text, spans.get(&field).cloned());
-        InputError::invalid(location, field, format!("{value} is out of range"), format!("use {expected}"))
+        InputError::invalid(location, field, format!("{} is out of range", show(value)), expected)
     })?;
     Ok(platform)
 }

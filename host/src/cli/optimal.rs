@@ -73,6 +73,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.intervals == 0 || !a.workers.is_finite() || a.workers <= 0.0 {
         bail!("--intervals and --workers must be above 0");
     }
+    // Checked before the load is generated; the solver checks the rest.
+    if a.intervals > spork::optimal::MAX_INTERVALS || a.workers > spork::optimal::MAX_LOAD {
+        bail!(
+            "--intervals {} --workers {}: one MILP takes at most {} intervals and {:e} workers of mean load",
+            a.intervals,
+            spork::model::platform::show(a.workers),
+            spork::optimal::MAX_INTERVALS,
+            spork::optimal::MAX_LOAD
+        );
+    }
     let spec = MilpSpec {
         platform: a.platform.platform()?,
         fleet,

@@ -182,12 +182,13 @@ impl Engine {
         let now = r.arrival;
         let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
         let gate = self.brownout.as_mut().map(|b| move || b.gate(now, workers));
-        let offered = r.optional > 0;
+        self.optional.0 += u64::from(r.optional > 0);
         let r = admit(r, gate);
-        self.optional.0 += u64::from(offered);
-        self.optional.1 += u64::from(r.optional > 0);
         let deadline = r.deadline(self.platform.deadline_factor);
-        self.place(r, deadline, false, fx)
+        let arrival = self.place(r, deadline, false, fx);
+        // Counted once booked: the optional part of a rejected request did not run.
+        self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
+        arrival
     }
 
     /// Places `r` again at `now` after its worker failed, by the rescue rule (CPUs only, whatever the

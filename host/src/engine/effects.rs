@@ -12,8 +12,8 @@ pub trait Effects {
     /// Start a worker of `kind` in pool slot `worker`, decided at `at`; the policy counts it ready at
     /// `ready_at` (equal to `at` for a pool pre-warmed before the run).
     fn spin_up(&mut self, _worker: WorkerId, _kind: Kind, _at: Time, _ready_at: Time) {}
-    /// Stop the worker in pool slot `worker` (idle since its queue drained); the policy counts it
-    /// released at `at`.
+    /// Stop the worker in pool slot `worker`: idle since its queue drained, or failed (its queue is
+    /// re-run elsewhere); the policy counts it released at `at`.
     fn release(&mut self, _worker: WorkerId, _kind: Kind, _at: Time) {}
     /// `request` was booked on `worker` (of `kind`), expected to run from `start` to `finish`.
     fn served(&mut self, _request: &Request, _worker: WorkerId, _kind: Kind, _start: Time, _finish: Time) {}

@@ -10,7 +10,8 @@
 //!   brownout periods due by then, in time order; [`Engine::next_event`] says when to wake),
 //! - [`Engine::arrive`] per request, [`Engine::fail_worker`] / [`Engine::redispatch_on_cpu`] on
 //!   faults, [`Engine::observe_service`] with measured service times,
-//! - [`Engine::end_of_trace`], then [`Engine::finish`] for the [`Outcome`].
+//! - [`Engine::end_of_trace`], then `advance(Time::MAX, ..)` so the pool drains on its timers (every
+//!   worker's life settled in the ledgers), then [`Engine::finish`] for the [`Outcome`].
 //!
 //! A worker's queue is FIFO with known service times, so a request's completion is fixed when it is
 //! booked, and a worker's only completion event is its queue draining, which starts its idle timer.

@@ -66,7 +66,7 @@ pub struct Outcome {
     pub end: Time,
     /// Spin-ups refused by a cap (the request queued on the worker that frees up first instead).
     pub capped: u64,
-    /// Requests that arrived with an optional part, and those whose optional part ran (all of them
+    /// Requests that arrived with an optional part, and those booked with it (all of those booked,
     /// without brownout).
     pub optional: (u64, u64),
 }

@@ -3,7 +3,7 @@
 //! Workers draw busy power while spinning up and down (section 5.1). A CPU worker's speedup is 1 by
 //! definition: request sizes are CPU service times.
 
-use super::time::{Time, from_secs};
+use super::time::{Time, from_secs, to_secs};
 use serde::Serialize;
 
 /// A worker type. The discriminant indexes per-type arrays.
@@ -177,27 +177,7 @@ impl Platform {
     /// Checks that every figure is physically meaningful; returns the first problem found.
     pub fn validate(&self) -> Result<(), PlatformError> {
         for kind in Kind::ALL {
-            let s = self.spec(kind);
-            let name = kind.name();
-            let checks: [(&'static str, f64, bool); 4] = [
-                ("speedup", s.speedup, s.speedup > 0.0),
-                ("busy_power_w", s.busy_power_w, s.busy_power_w >= 0.0),
-                ("idle_power_w", s.idle_power_w, s.idle_power_w >= 0.0),
-                ("price_per_hour", s.price_per_hour, s.price_per_hour >= 0.0),
-            ];
-            for (field, value, ok) in checks {
-                if !ok || !value.is_finite() {
-                    return Err(PlatformError::OutOfRange {
-                        field: format!("{name}.{field}"),
-                        value,
-                        expected: if field == "speedup" {
-                            "a finite number above 0"
-                        } else {
-                            "a finite number at or above 0"
-                        },
-                    });
-                }
-            }
+            self.validate_spec(kind)?;
         }
         if self.cpu.speedup != 1.0 {
             return Err(PlatformError::OutOfRange {
@@ -206,38 +186,96 @@ impl Platform {
                 expected: "exactly 1 (request sizes are CPU service times; set fpga.speedup instead)",
             });
         }
-        if self.fpga.spin_up == 0 {
+        if self.fpga.spin_up < limits::MIN_FPGA_SPIN_UP {
             return Err(PlatformError::OutOfRange {
                 field: "fpga.spin_up".into(),
-                value: 0.0,
-                expected: "above 0 (it is also the scheduling interval)",
+                value: to_secs(self.fpga.spin_up),
+                expected: "at least 1 ms: it is also the scheduling interval, and a shorter one ticks \
+                           more often than any allocator can use",
             });
         }
-        if !(self.deadline_factor.is_finite() && self.deadline_factor >= 1.0) {
-            return Err(PlatformError::OutOfRange {
-                field: "requests.deadline_factor".into(),
-                value: self.deadline_factor,
-                expected: "a finite number at or above 1 (a deadline below the size can never be met)",
-            });
+        check("requests.deadline_factor", self.deadline_factor, 1.0, limits::MAX_DEADLINE_FACTOR)?;
+        for (kind, s) in [("cpu", &self.cpu), ("fpga", &self.fpga)] {
+            if s.busy_power_w < s.idle_power_w {
+                return Err(PlatformError::OutOfRange {
+                    field: format!("{kind}.idle_power_w"),
+                    value: s.idle_power_w,
+                    expected: "at most busy_power_w (an idle worker cannot draw more than a busy one)",
+                });
+            }
         }
-        if self.fpga.busy_power_w < self.fpga.idle_power_w || self.cpu.busy_power_w < self.cpu.idle_power_w {
-            let kind = if self.fpga.busy_power_w < self.fpga.idle_power_w { "fpga" } else { "cpu" };
-            let s = if kind == "fpga" { &self.fpga } else { &self.cpu };
-            return Err(PlatformError::OutOfRange {
-                field: format!("{kind}.idle_power_w"),
-                value: s.idle_power_w,
-                expected: "at most busy_power_w (an idle worker cannot draw more than a busy one)",
-            });
+        Ok(())
+    }
+
+    /// One worker type's figures, each within its documented range ([`limits`]).
+    fn validate_spec(&self, kind: Kind) -> Result<(), PlatformError> {
+        let s = self.spec(kind);
+        let name = kind.name();
+        let f = |field: &str| format!("{name}.{field}");
+        check(&f("speedup"), s.speedup, limits::MIN_SPEEDUP, limits::MAX_SPEEDUP)?;
+        check(&f("busy_power_w"), s.busy_power_w, 0.0, limits::MAX_POWER_W)?;
+        check(&f("idle_power_w"), s.idle_power_w, 0.0, limits::MAX_POWER_W)?;
+        check(&f("price_per_hour"), s.price_per_hour, 0.0, limits::MAX_PRICE_PER_HOUR)?;
+        for (field, t) in [("spin_up", s.spin_up), ("spin_down", s.spin_down)] {
+            check(&f(field), to_secs(t), 0.0, to_secs(limits::MAX_SPIN))?;
         }
         Ok(())
     }
 }
 
+/// The documented ranges of a platform's figures. Beyond them a run is meaningless or unbounded:
+/// times overflow the nanosecond clock, or a tiny speedup makes one request run for years.
+pub mod limits {
+    use super::Time;
+
+    /// Slowest FPGA relative to a CPU.
+    pub const MIN_SPEEDUP: f64 = 1e-3;
+    /// Fastest FPGA relative to a CPU.
+    pub const MAX_SPEEDUP: f64 = 1e6;
+    /// Most power one worker draws (W).
+    pub const MAX_POWER_W: f64 = 1e6;
+    /// Highest price of one worker ($/h).
+    pub const MAX_PRICE_PER_HOUR: f64 = 1e6;
+    /// Longest spin-up or spin-down: a day.
+    pub const MAX_SPIN: Time = 86_400_000_000_000;
+    /// Shortest FPGA spin-up (the scheduling interval): 1 ms.
+    pub const MIN_FPGA_SPIN_UP: Time = 1_000_000;
+    /// Longest deadline, in multiples of the request size.
+    pub const MAX_DEADLINE_FACTOR: f64 = 1e6;
+}
+
+/// A number as an error shows it: exponent notation when very large or small, so that 1e300 is not
+/// printed as 301 digits.
+pub fn show(value: f64) -> String {
+    let a = value.abs();
+    if a != 0.0 && !(1e-3..1e6).contains(&a) { format!("{value:e}") } else { format!("{value}") }
+}
+
+/// `value` finite and within `[min, max]`.
+fn check(field: &str, value: f64, min: f64, max: f64) -> Result<(), PlatformError> {
+    if value.is_finite() && (min..=max).contains(&value) {
+        return Ok(());
+    }
+    Err(PlatformError::Range { field: field.to_string(), value, min, max })
+}
+
 /// A platform that cannot be simulated.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlatformError {
+    /// A number outside its documented range.
+    #[error("{field} = {} is out of range: expected a finite number from {min} to {max}", show(*value))]
+    Range {
+        /// Dotted field name as in the platform file.
+        field: String,
+        /// The offending value.
+        value: f64,
+        /// Smallest accepted.
+        min: f64,
+        /// Largest accepted.
+        max: f64,
+    },
     /// A field outside its meaningful range.
-    #[error("{field} = {value} is out of range: expected {expected}")]
+    #[error("{field} = {} is out of range: expected {expected}", show(*value))]
     OutOfRange {
         /// Dotted field name as in the platform file.
         field: String,

@@ -137,7 +137,7 @@ impl Pool {
         &self.slots
     }
 
-    /// Workers of `kind` allocated and not being released (spinning up or active).
+    /// Workers of `kind` allocated and not being released (spinning up, active or draining).
     pub fn allocated(&self, kind: Kind) -> u32 {
         self.allocated[kind]
     }

@@ -106,14 +106,41 @@ struct Vars {
     dn: Vec<Variable>,
 }
 
+/// The most intervals one MILP may have: a day of 1 s intervals (about 700,000 variables; the paper's
+/// Table 3 has 3,600).
+pub const MAX_INTERVALS: usize = 86_400;
+/// The most load per interval, in CPU workers: HiGHS reads coefficients from 1e20 as infinite.
+pub const MAX_LOAD: f64 = 1e9;
+
+/// Refuses inputs the solver cannot take or that are beyond a sane size, with what to change.
+fn check(spec: &MilpSpec, load: &[f64]) -> Result<(), MilpError> {
+    let bad = |m: String| Err(MilpError::Input(m));
+    if load.is_empty() || load.len() > MAX_INTERVALS {
+        return bad(format!("{} intervals: use 1 to {MAX_INTERVALS} (--intervals)", load.len()));
+    }
+    if load.iter().any(|l| !(l.is_finite() && (0.0..=MAX_LOAD).contains(l))) {
+        return bad(format!(
+            "the load must be finite, from 0 to {MAX_LOAD:e} CPU workers per interval (--workers)"
+        ));
+    }
+    if !(spec.interval_s.is_finite() && spec.interval_s > 0.0) {
+        return bad("the interval must be a finite number of seconds above 0".into());
+    }
+    if !(spec.time_limit_s.is_finite() && spec.time_limit_s > 0.0) {
+        return bad(format!(
+            "time limit {}: use a finite number of seconds above 0 (--time-limit)",
+            spec.time_limit_s
+        ));
+    }
+    if !(0.0..=1.0).contains(&spec.mip_rel_gap) {
+        return bad(format!("gap {}: use a relative gap from 0 to 1 (--gap)", spec.mip_rel_gap));
+    }
+    Ok(())
+}
+
 /// Solves the MILP for `load` (CPU workers of load per interval).
 pub fn solve(spec: &MilpSpec, load: &[f64]) -> Result<MilpSolution, MilpError> {
-    if load.is_empty() || load.iter().any(|l| !l.is_finite() || *l < 0.0) {
-        return Err(MilpError::Input("load must be a non-empty list of finite values at or above 0".into()));
-    }
-    if spec.interval_s.is_nan() || spec.interval_s <= 0.0 {
-        return Err(MilpError::Input("interval must be above 0 s".into()));
-    }
+    check(spec, load)?;
     let p = &spec.platform;
     let t_n = load.len();
     let dt = spec.interval_s;

@@ -81,14 +81,10 @@ impl Reconcile {
         if self.surplus == Surplus::Drain && serving > target {
             // The least-loaded FPGAs after those just released (the active index is ordered by when
             // each queue drains).
+            // None of them is idle past its timeout: `release_idle` stopped at the first that is not
+            // (the index is ordered by when each queue drains), or met the target already.
             let rest = pool.index(Phase::Active, Kind::Fpga).iter().skip(released as usize);
-            for &(busy_until, id) in rest.take((serving - target) as usize) {
-                out.push(if self.idle_past_timeout(busy_until, now) {
-                    Change::Release(id)
-                } else {
-                    Change::Drain(id)
-                });
-            }
+            out.extend(rest.take((serving - target) as usize).map(|&(_, id)| Change::Drain(id)));
         }
         out
     }

@@ -1,8 +1,10 @@
 //! The runtime's clock: wall time since the run started, in the policy's integer nanoseconds.
 //!
 //! A run takes its clock as a parameter. Tests can move it forward ([`Clock::advance`]) to make a
-//! grace period or a timeout pass at once instead of waiting it out; workers and the dispatcher
-//! read the same clock.
+//! grace period pass at once instead of waiting it out. Workers, the load generator and the
+//! dispatcher read the same clock, so a jump moves everything: running board jobs pass their
+//! timeouts, the skipped span counts as wall time (and idle energy), and arrivals it skipped over
+//! come at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +36,7 @@ impl Clock {
         self.origin.elapsed().as_nanos() as Time + self.skip.load(Ordering::Relaxed)
     }
 
-    /// The wall-clock instant at which this clock reads `t` (now, if it already has).
+    /// The wall-clock instant at which this clock reads `t` (in the past if it already has).
     pub fn instant(&self, t: Time) -> Instant {
         let wall = t.saturating_sub(self.skip.load(Ordering::Relaxed));
         self.origin + Duration::from_nanos(wall)

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::backend::Board;
 use super::calibrate::Calibration;
 use super::faults::FaultPlan;
+use super::limits::Limits;
 use super::work::KernelImage;
 use crate::engine::Plan;
 use crate::model::{Platform, Request, Time};
@@ -46,6 +47,8 @@ pub struct RunConfig {
     pub sysfs: PathBuf,
     /// Replay the same run in virtual time and report it beside (default on).
     pub compare: bool,
+    /// Threads and request sizes one run may hold (default [`Limits::default`]).
+    pub limits: Limits,
 }
 
 impl RunConfig {
@@ -74,6 +77,7 @@ impl RunConfig {
             progress: false,
             sysfs: PathBuf::from("/sys"),
             compare: true,
+            limits: Limits::default(),
         }
     }
 }

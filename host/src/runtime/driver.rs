@@ -8,6 +8,7 @@
 //! rule. Every event carries its worker's generation, so a late result from a replaced worker is
 //! dropped, never answered twice.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio::signal::unix::{Signal, SignalKind, signal};
@@ -21,8 +22,10 @@ use super::loadgen::{self, Arrive};
 use super::meters::Meters;
 use super::progress::Progress;
 use super::stats::RunStats;
+use super::work::{Input, Work, WorkSpec};
 use super::worker::{Done, Event};
 use crate::engine::{Arrival, Engine, Outcome};
+use crate::model::time::from_duration;
 use crate::model::{Kind, Request, Time, WorkerId};
 
 /// How often the loop wakes with nothing due: meters, progress, the stop flag.
@@ -69,7 +72,7 @@ pub(super) async fn drive(
         fleet: LiveFleet::new(cfg, clock.clone(), events_tx),
         clock,
         engine,
-        inflight: InFlight::new(cfg.kernel_timeout.as_nanos() as Time),
+        inflight: InFlight::new(from_duration(cfg.kernel_timeout)),
         st: RunStats::new(cfg.requests.len() as u64),
         next_id: 0,
         trace_over: false,
@@ -100,10 +103,13 @@ impl Run<'_> {
         sigint: Option<&mut Signal>,
     ) -> Wake {
         let now = self.clock.now();
-        let wake = [self.engine.next_event(!self.trace_over), self.inflight.next_timeout().map(|t| t + 1)]
-            .into_iter()
-            .flatten()
-            .fold(now + HOUSEKEEPING, Time::min);
+        let wake = [
+            self.engine.next_event(!self.trace_over),
+            self.inflight.next_timeout().map(|t| t.saturating_add(1)),
+        ]
+        .into_iter()
+        .flatten()
+        .fold(now + HOUSEKEEPING, Time::min);
         let accepting = !self.trace_over && self.stopped_at.is_none();
         tokio::select! {
             _ = tokio::time::sleep_until(self.clock.instant(wake).into()) => Wake::Timer,
@@ -132,8 +138,8 @@ impl Run<'_> {
         // schedule, as in the evaluator).
         self.engine.advance(now, !self.trace_over, &mut self.fleet);
         match wake {
-            Wake::Arrive(Arrive::Request(r, work)) => {
-                self.on_request(Request { arrival: now, ..r }, work, now)
+            Wake::Arrive(Arrive::Request(r, spec, work)) => {
+                self.on_request(Request { arrival: now, ..r }, spec, work, now)
             }
             Wake::Arrive(Arrive::End) => {
                 self.trace_over = true;
@@ -146,23 +152,39 @@ impl Run<'_> {
     }
 
     /// A request arrives: the engine books it and its worker gets it.
-    fn on_request(&mut self, r: Request, work: std::sync::Arc<super::work::Work>, now: Time) {
+    fn on_request(&mut self, r: Request, spec: WorkSpec, work: Arc<Work>, now: Time) {
         self.next_id += 1;
         self.st.offered += 1;
         let arrival = self.engine.arrive(r, &mut self.fleet);
-        self.send(arrival, self.next_id, work, now);
+        self.send(arrival, self.next_id, r.arrival, spec, Some(work), now);
     }
 
-    /// Sends a booked request to its worker; a rejection is counted.
-    fn send(&mut self, arrival: Arrival, id: u64, work: std::sync::Arc<super::work::Work>, now: Time) {
+    /// Sends a booked request to its worker: a CPU gets its inputs, a board only their spec (it
+    /// builds them when it starts the job). A rejection is counted.
+    fn send(
+        &mut self,
+        arrival: Arrival,
+        id: u64,
+        arrived: Time,
+        spec: WorkSpec,
+        work: Option<Arc<Work>>,
+        now: Time,
+    ) {
         let Arrival::Assigned(booked) = arrival else {
             self.st.answers.rejected += 1;
             return;
         };
         let slot = booked.worker;
         let generation = self.fleet.generation(slot).unwrap_or(0);
-        if self.fleet.send(slot, id, work.clone(), booked.optional(), now) {
-            self.inflight.insert(id, Outstanding { booked, work, generation, started: None });
+        let (input, work) = match booked.kind {
+            Kind::Cpu => {
+                let work = work.unwrap_or_else(|| Arc::new(self.cfg.image.build(&spec)));
+                (Input::Built(work.clone()), Some(work))
+            }
+            Kind::Fpga => (Input::Deferred(spec), None),
+        };
+        if self.fleet.send(slot, id, input, booked.optional(), now) {
+            self.inflight.insert(id, Outstanding { booked, arrived, spec, work, generation, started: None });
         } else {
             // The pool only books slots with a live worker; should one be gone, the request is
             // rejected and counted rather than lost.
@@ -176,7 +198,7 @@ impl Run<'_> {
         self.st.faults.redispatched += 1;
         let b = o.booked;
         let arrival = self.engine.redispatch_on_cpu(b.request, now, b.deadline, &mut self.fleet);
-        self.send(arrival, id, o.work, now);
+        self.send(arrival, id, o.arrived, o.spec, o.work, now);
     }
 
     /// Takes a failed board out of service: the engine releases it, its thread is abandoned (it may
@@ -256,8 +278,8 @@ impl Run<'_> {
         if d.power.measured {
             self.st.record_power(d.kind, d.power.watts);
         }
-        let b = &o.booked;
-        self.st.answers.record(d.kind, finish.saturating_sub(b.request.arrival), finish > b.deadline);
+        let missed = finish > o.booked.deadline;
+        self.st.answers.record(d.kind, finish.saturating_sub(o.arrived), missed);
     }
 
     /// Abandons board jobs that overran the kernel timeout; re-runs them on CPUs.
@@ -292,8 +314,8 @@ impl Run<'_> {
 
     /// Whether a stop's grace period is over (or a second Ctrl-C cut it short).
     fn out_of_grace(&self) -> bool {
-        let grace = self.cfg.grace.as_nanos() as Time;
-        self.stopped_at.is_some_and(|t| self.clock.now() >= t + grace || self.interrupts > 1)
+        let grace = from_duration(self.cfg.grace);
+        self.stopped_at.is_some_and(|t| self.clock.now() >= t.saturating_add(grace) || self.interrupts > 1)
     }
 
     /// Out of grace: everything still in flight is rejected, explicitly and counted.

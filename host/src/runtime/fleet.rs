@@ -11,6 +11,7 @@ use super::backend;
 use super::clock::Clock;
 use super::config::RunConfig;
 use super::faults::Injector;
+use super::work::Input;
 use super::worker::{Event, JobMsg, Worker};
 use crate::engine::Effects;
 use crate::model::{Kind, Time, WorkerId};
@@ -94,17 +95,10 @@ impl<'c> LiveFleet<'c> {
 
     /// Queues request `id` on the worker in `slot` (an FPGA job may be sabotaged by the injector);
     /// false if no live worker holds the slot.
-    pub fn send(
-        &mut self,
-        slot: WorkerId,
-        id: u64,
-        work: std::sync::Arc<super::work::Work>,
-        optional: bool,
-        now: Time,
-    ) -> bool {
+    pub fn send(&mut self, slot: WorkerId, id: u64, input: Input, optional: bool, now: Time) -> bool {
         let Some(l) = self.live.get(&slot) else { return false };
         let stall = if l.kind == Kind::Fpga { self.injector.stall() } else { None };
-        l.worker.send(JobMsg { id, work, optional, dispatched: now, stall }).is_ok()
+        l.worker.send(JobMsg { id, input, optional, dispatched: now, stall }).is_ok()
     }
 
     /// Takes the worker of `generation` in `slot` out of service: it hands back its queue unrun and
@@ -120,15 +114,18 @@ impl<'c> LiveFleet<'c> {
         true
     }
 
-    /// Hands back, unrun, every job queued on a live worker (at a stop).
+    /// Hands back, unrun, every job still queued on any worker, live or released (at a stop: a
+    /// released board may still be working through a backlog the simulation has not caught up with).
     pub fn cancel_all(&self) {
-        for l in self.live.values() {
-            l.worker.cancel();
+        for w in self.live.values().map(|l| &l.worker).chain(&self.retired) {
+            w.cancel();
         }
     }
 
-    /// Stops every worker: waits for the healthy ones, leaves the abandoned ones.
+    /// Stops every worker: each finishes at most the job it is running (nothing is left to answer
+    /// when this is called), the healthy ones are waited for, the abandoned ones left.
     pub fn shut_down(self) {
+        self.cancel_all();
         let LiveFleet { live, retired, abandoned, .. } = self;
         for w in retired.into_iter().chain(live.into_values().map(|l| l.worker)) {
             w.join();

@@ -4,17 +4,21 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::work::Work;
+use super::work::{Work, WorkSpec};
 use crate::engine::Assignment;
 use crate::model::{Kind, Time, WorkerId};
 
 /// A request in flight.
 #[derive(Clone, Debug)]
 pub(super) struct Outstanding {
-    /// Where the engine booked it, and the request as booked.
+    /// Where the engine booked it, and the request as booked (a re-run is booked anew).
     pub booked: Assignment,
-    /// Its input.
-    pub work: Arc<Work>,
+    /// When the request first arrived: its latency counts from here, whatever re-runs it took.
+    pub arrived: Time,
+    /// How to build its inputs.
+    pub spec: WorkSpec,
+    /// Its inputs while a CPU holds them (a board builds its own from `spec`).
+    pub work: Option<Arc<Work>>,
     /// The worker (generation) it was sent to.
     pub generation: u64,
     /// When the worker started it (board jobs are timed out from here).
@@ -121,12 +125,8 @@ mod tests {
         let request = Request { arrival: 0, size: 1, optional: 0 };
         let booked =
             Assignment { request, worker: WorkerId(worker), kind, start: 0, finish: 1, deadline: 10 };
-        let work = Arc::new(super::super::work::KernelImage::new(spork_golden::Kernel::Sobel, 1).work(
-            16,
-            0,
-            &mut <rand::rngs::Xoshiro256PlusPlus as rand::SeedableRng>::seed_from_u64(1),
-        ));
-        Outstanding { booked, work, generation: 1, started: None }
+        let spec = WorkSpec::new(16, 0, 1, 0);
+        Outstanding { booked, arrived: 0, spec, work: None, generation: 1, started: None }
     }
 
     #[test]

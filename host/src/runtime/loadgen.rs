@@ -4,19 +4,18 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rand::SeedableRng;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::clock::Clock;
 use super::config::RunConfig;
-use super::work::Work;
+use super::work::{Work, WorkSpec};
 use crate::model::time::to_secs;
 use crate::model::{Request, Time};
 
 /// What the load generator hands the dispatcher.
 pub(super) enum Arrive {
-    /// A request, due now, with its input.
-    Request(Request, Arc<Work>),
+    /// A request, due now, with its inputs built and the spec to rebuild them.
+    Request(Request, WorkSpec, Arc<Work>),
     /// The trace is over (or the run stopped).
     End,
 }
@@ -28,16 +27,17 @@ pub(super) fn start(cfg: &RunConfig, clock: Clock) -> std::io::Result<UnboundedR
     let image = cfg.image.clone();
     let (rate, seed, stop) = (cfg.calibration.items_per_sec, cfg.plan.seed, cfg.stop.clone());
     std::thread::Builder::new().name("spork-loadgen".into()).spawn(move || {
-        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
         let items = |t: Time| (to_secs(t) * rate).round() as u64;
-        for r in requests {
-            let payload = Arc::new(image.work(items(r.size), items(r.optional), &mut rng));
+        for (i, r) in requests.into_iter().enumerate() {
+            let spec = WorkSpec::new(items(r.size), items(r.optional), seed, i as u64);
+            // Built ahead of its arrival: at most one request's inputs are held here.
+            let payload = Arc::new(image.build(&spec));
             let due = clock.instant(r.arrival);
             let now = std::time::Instant::now();
             if due > now {
                 std::thread::sleep(due - now);
             }
-            if stop.load(Ordering::Relaxed) || tx.send(Arrive::Request(r, payload)).is_err() {
+            if stop.load(Ordering::Relaxed) || tx.send(Arrive::Request(r, spec, payload)).is_err() {
                 break;
             }
         }

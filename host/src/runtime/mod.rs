@@ -17,6 +17,7 @@ mod driver;
 pub mod faults;
 mod fleet;
 mod inflight;
+pub mod limits;
 mod loadgen;
 mod meters;
 pub mod prediction;
@@ -38,16 +39,32 @@ pub use report::RunReport;
 
 use crate::engine::{Engine, Oracle, Outcome, replay, search_headroom};
 
-/// Runs `cfg` live and reports; blocks until every request is answered or rejected.
-pub fn run(cfg: RunConfig) -> std::io::Result<RunReport> {
-    let (oracle, predicted) = prepare(&cfg);
-    run_prepared(cfg, oracle, predicted, Clock::start())
+/// Why a live run could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Beyond the run's limits (checked before anything starts).
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
+    /// The OS refused a thread or the async runtime.
+    #[error("cannot start the runtime: {0}")]
+    Io(#[from] std::io::Error),
 }
 
-/// [`run`] on `clock` (tests move it forward to let a grace period pass at once).
-pub fn run_on(cfg: RunConfig, clock: Clock) -> std::io::Result<RunReport> {
+/// Runs `cfg` live and reports; blocks until every request is answered or rejected.
+pub fn run(cfg: RunConfig) -> Result<RunReport, RunError> {
+    run_on(cfg, Clock::start())
+}
+
+/// [`run`] on `clock` (tests move it forward to let a grace period pass at once). The trace starts at
+/// the clock's 0: start it just before the call (preparing the prediction takes a moment, during
+/// which the first arrivals fall due).
+pub fn run_on(mut cfg: RunConfig, clock: Clock) -> Result<RunReport, RunError> {
+    cfg.limits.check(&cfg)?;
+    // Worker threads are bounded by configuration: the limit is a cap the engine applies, so the
+    // prediction beside the run holds the same one.
+    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
     let (oracle, predicted) = prepare(&cfg);
-    run_prepared(cfg, oracle, predicted, clock)
+    Ok(run_prepared(cfg, oracle, predicted, clock)?)
 }
 
 fn run_prepared(

@@ -2,6 +2,7 @@
 //! on-chip state (the "bitstream" contents every worker is configured with), and the reference
 //! result both worker types are held to.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rand::Rng;
@@ -44,6 +45,40 @@ pub struct Work {
     pub mandatory: Payload,
     /// Run only when the brownout gate allows it.
     pub optional: Option<Payload>,
+}
+
+/// How to build a request's inputs: their sizes and a seed. A few bytes where the inputs are many
+/// kilobytes, so a board's queue can hold specs rather than inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkSpec {
+    /// Mandatory items.
+    pub items: u64,
+    /// Optional items (0: no optional part).
+    pub optional_items: u64,
+    /// Seed of the input data.
+    pub seed: u64,
+}
+
+impl WorkSpec {
+    /// The spec of the `index`-th request of a run seeded with `run_seed`: each request's data has
+    /// its own seed, so any request's inputs can be rebuilt alone, in any order.
+    pub fn new(items: u64, optional_items: u64, run_seed: u64, index: u64) -> WorkSpec {
+        // SplitMix64's finaliser: neighbouring indices give unrelated seeds.
+        let mut z = run_seed ^ index.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        WorkSpec { items, optional_items, seed: z ^ (z >> 31) }
+    }
+}
+
+/// A job's inputs as a worker receives them.
+#[derive(Clone, Debug)]
+pub enum Input {
+    /// Built before dispatch: CPU workers, whose wall time is the request's latency.
+    Built(Arc<Work>),
+    /// Built by the worker when it starts the job: boards, whose latency is on their own timeline, so
+    /// a simulated board that falls behind queues a few bytes per job rather than its inputs.
+    Deferred(WorkSpec),
 }
 
 /// What a worker answers.
@@ -106,6 +141,21 @@ impl KernelImage {
                 let n = items.div_ceil(64);
                 Payload::Vectors((0..n).map(|_| inputs::vector(rng, 64)).collect())
             }
+        }
+    }
+
+    /// The inputs `spec` describes (the same every time).
+    pub fn build(&self, spec: &WorkSpec) -> Work {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(spec.seed);
+        self.work(spec.items, spec.optional_items, &mut rng)
+    }
+
+    /// `input`'s inputs, built now if deferred.
+    pub fn inputs(&self, input: &Input) -> Arc<Work> {
+        match input {
+            Input::Built(w) => w.clone(),
+            Input::Deferred(spec) => Arc::new(self.build(spec)),
         }
     }
 

@@ -12,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::backend::{Backend, BackendError, Configured, Power};
 use super::clock::Clock;
-use super::work::{Answer, KernelImage, Work};
+use super::work::{Answer, Input, KernelImage};
 use crate::model::{Kind, Time, WorkerId};
 
 /// A job as a worker receives it.
@@ -20,8 +20,8 @@ use crate::model::{Kind, Time, WorkerId};
 pub struct JobMsg {
     /// Request id.
     pub id: u64,
-    /// Inputs.
-    pub work: Arc<Work>,
+    /// Inputs, or how to build them.
+    pub input: Input,
     /// Run the optional part too (the brownout gate's decision).
     pub optional: bool,
     /// When the dispatcher sent it.
@@ -149,6 +149,8 @@ impl Worker {
                         }));
                         continue;
                     }
+                    // Deferred inputs are built here, before the job's wall time starts.
+                    let work = image.inputs(&job.input);
                     let start = clock.now();
                     let _ = events.send(Event::Started { id: job.id, slot, generation, at: start });
                     if let Some(stall) = job.stall {
@@ -160,8 +162,8 @@ impl Worker {
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.submit(p)))
                             .unwrap_or_else(|_| Err(BackendError::Kernel("the backend panicked".into())))
                     };
-                    let mandatory = run(&job.work.mandatory);
-                    let optional = match (&job.work.optional, job.optional, &mandatory) {
+                    let mandatory = run(&work.mandatory);
+                    let optional = match (&work.optional, job.optional, &mandatory) {
                         (Some(p), true, Ok(_)) => Some(run(p)),
                         _ => None,
                     };
@@ -186,7 +188,7 @@ impl Worker {
                     // Every board answer is held to the software reference, here, off the
                     // dispatcher's thread.
                     let mismatch = kind == Kind::Fpga
-                        && matches!(&result, Ok(Some(a)) if image.answer(&job.work, job.optional).ok().as_ref() != Some(a));
+                        && matches!(&result, Ok(Some(a)) if image.answer(&work, job.optional).ok().as_ref() != Some(a));
                     let power = backend.power();
                     let _ = events.send(Event::Done(Done {
                         id: job.id,
