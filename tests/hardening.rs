@@ -127,3 +127,24 @@ fn a_backlogged_board_run_stays_small_and_stops_on_sigint() {
     assert_eq!(n("answered") + n("rejected") + n("rejected_at_stop"), n("offered"), "{r}");
     assert!(n("answered_fpga") > 0, "the board served: {r}");
 }
+
+#[test]
+fn work_beyond_the_budget_is_refused_with_its_estimate() {
+    refused(&["simulate", "--workers", "1e12"], &["budget", "--force"]);
+    refused(&["simulate", "--size", "1ns", "--duration", "1h"], &["budget"]);
+    refused(
+        &["simulate", "--brownout", "pi", "--optional-factor", "1", "--brownout-period", "1ns"],
+        &["1ms"],
+    );
+    refused(&["run", "--rate", "1e12"], &["--rate", "requests"]);
+}
+
+#[test]
+fn special_files_and_bad_bytes_are_refused_as_inputs() {
+    refused(&["simulate", "--trace", "/dev/zero"], &["/dev/zero", "not a regular file"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    refused(&["simulate", "--trace", &dir.path().to_string_lossy()], &["not a regular file"]);
+    let latin1 = dir.path().join("t.toml");
+    std::fs::write(&latin1, b"format = \"spork-trace/1\"\n# caf\xe9\n").expect("write");
+    refused(&["simulate", "--trace", &latin1.to_string_lossy()], &["t.toml:2", "UTF-8"]);
+}

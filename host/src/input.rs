@@ -4,6 +4,9 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// The largest text input (a trace file, a platform profile, a manifest): these are kilobytes.
+pub const MAX_TEXT_BYTES: u64 = 16 << 20;
+
 /// Where in an input file a problem is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Location {
@@ -74,12 +77,29 @@ impl InputError {
         InputError::Invalid { location, field: field.into(), problem: problem.into(), fix: fix.into() }
     }
 
-    /// Reads `path` to a string.
+    /// Reads `path` to a string: a regular file of at most [`MAX_TEXT_BYTES`], in UTF-8 (a FIFO or a
+    /// device such as `/dev/zero` would block or never end).
     pub fn read(path: &Path) -> Result<String, InputError> {
-        std::fs::read_to_string(path).map_err(|source| InputError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
+        let io = |source| InputError::Io { action: "read", path: path.to_path_buf(), source };
+        let meta = std::fs::metadata(path).map_err(io)?;
+        let start = Location { path: path.to_path_buf(), line: 1, column: 1 };
+        if !meta.is_file() {
+            let fix = "give a regular file (not a folder, a FIFO or a device)";
+            return Err(InputError::invalid(start, "file", "not a regular file", fix));
+        }
+        if meta.len() > MAX_TEXT_BYTES {
+            let problem = format!(
+                "{} bytes, beyond the {MAX_TEXT_BYTES} an input file of this kind may hold",
+                meta.len()
+            );
+            return Err(InputError::invalid(start, "file", problem, "check that this is the file you meant"));
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        String::from_utf8(bytes).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(&e.as_bytes()[..at]).into_owned();
+            let location = Location::at(path, &text, at);
+            InputError::invalid(location, "file", "not UTF-8 text", "save the file as UTF-8")
         })
     }
 

@@ -40,8 +40,16 @@ impl PoolArgs {
         fpga_limit: Option<u32>,
         base: impl Fn(Scheduler) -> Plan,
     ) -> anyhow::Result<Vec<Plan>> {
-        if !self.brownout_setpoint.is_finite() || self.brownout_setpoint <= 0.0 || self.brownout_period == 0 {
-            bail!("--brownout-setpoint and --brownout-period must be above 0");
+        if !(self.brownout_setpoint.is_finite() && (1e-3..=1e3).contains(&self.brownout_setpoint)) {
+            bail!(
+                "--brownout-setpoint {} must be from 0.001 to 1000 (relative to the deadline span)",
+                self.brownout_setpoint
+            );
+        }
+        // A control period of at least 1 ms: shorter ones would tick more often than any response
+        // completes, and a run would spend its time in the controller.
+        if !(1_000_000..=3_600_000_000_000).contains(&self.brownout_period) {
+            bail!("--brownout-period must be from 1ms to 1h");
         }
         if self.brownout.is_some() && !has_optional {
             bail!(

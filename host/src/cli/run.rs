@@ -142,6 +142,9 @@ struct Output<'a> {
     runs: &'a [RunReport],
 }
 
+/// The most requests one live run replays (each is real work on this machine's threads).
+const MAX_LIVE_REQUESTS: f64 = 2e6;
+
 /// The trace as requests: a file replays as written; a generated trace runs a b-model whose rate
 /// changes every second (a minute-bucket trace compressed 60x in time).
 fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
@@ -154,6 +157,13 @@ fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
                 path.display()
             );
         }
+        if !(t.expected_requests() <= MAX_LIVE_REQUESTS) {
+            bail!(
+                "{} holds about {:.3e} requests, beyond the {MAX_LIVE_REQUESTS:e} a live run replays",
+                path.display(),
+                t.expected_requests()
+            );
+        }
         let reqs: Vec<Request> = t.requests().collect();
         if reqs.is_empty() {
             bail!("{} yields no requests: nothing to run", path.display());
@@ -162,6 +172,15 @@ fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
     }
     if !(args.rate.is_finite() && args.rate > 0.0) {
         bail!("--rate {} must be a positive number of requests per second", args.rate);
+    }
+    if args.rate * to_secs(args.duration) > MAX_LIVE_REQUESTS {
+        bail!(
+            "--rate {} for {} s is {:.3e} requests, beyond the {MAX_LIVE_REQUESTS:e} a live run replays\n  \
+             fix: a lower --rate or a shorter --duration",
+            spork::model::platform::show(args.rate),
+            to_secs(args.duration),
+            args.rate * to_secs(args.duration)
+        );
     }
     let SizeSpec::Fixed(size) = args.size else {
         bail!(

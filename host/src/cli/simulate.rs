@@ -37,7 +37,14 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Run beyond the work budget (5e9 simulated requests over all schedulers).
+    #[arg(long)]
+    force: bool,
 }
+
+/// Simulated requests one invocation may run without `--force`: about ten minutes of one core at the
+/// evaluator's 7-8 M requests/s (`spork simulate --scheduler all` on the default 2-hour trace is 0.7e9).
+const BUDGET_REQUESTS: f64 = 5e9;
 
 #[derive(Serialize)]
 struct Output<'a> {
@@ -73,6 +80,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         max_headroom: args.max_headroom,
         ..Plan::new(s)
     })?;
+    let total = summary.expected_requests * plans.len() as f64;
+    if !(total.is_finite() && total <= BUDGET_REQUESTS) && !args.force {
+        bail!(
+            "{} run(s) of a trace of about {:.3e} requests is beyond the budget of {BUDGET_REQUESTS:e} simulated \
+             requests\n  fix: a shorter --duration, a smaller --workers or --size, fewer --scheduler, or --force",
+            plans.len(),
+            summary.expected_requests
+        );
+    }
     let reports: Vec<Report> = plans.par_iter().map(|plan| evaluate(&platform, &trace, plan)).collect();
     if args.json {
         let out = Output { trace: &summary, platform: &platform, reports: &reports };
