@@ -43,7 +43,17 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         only: a.only,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
+    if a.out.join("REPORT.md").exists() {
+        eprintln!(
+            "note: {} holds an earlier reproduction: its stored runs are checked and resumed; its tables, plots, \
+             claims.json and REPORT.md will be replaced",
+            a.out.display()
+        );
+    }
     let s = run(&opts)?;
+    for r in &s.rejected {
+        eprintln!("warning: {r}");
+    }
     eprintln!(
         "{} runs ({} resumed, {} failed) in {:.0} s; report: {}",
         s.runs,

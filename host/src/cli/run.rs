@@ -157,7 +157,8 @@ fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
                 path.display()
             );
         }
-        if !(t.expected_requests() <= MAX_LIVE_REQUESTS) {
+        let expected = t.expected_requests();
+        if expected.is_nan() || expected > MAX_LIVE_REQUESTS {
             bail!(
                 "{} holds about {:.3e} requests, beyond the {MAX_LIVE_REQUESTS:e} a live run replays",
                 path.display(),

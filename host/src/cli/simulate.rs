@@ -81,7 +81,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ..Plan::new(s)
     })?;
     let total = summary.expected_requests * plans.len() as f64;
-    if !(total.is_finite() && total <= BUDGET_REQUESTS) && !args.force {
+    let within = total.is_finite() && total <= BUDGET_REQUESTS;
+    if !within && !args.force {
         bail!(
             "{} run(s) of a trace of about {:.3e} requests is beyond the budget of {BUDGET_REQUESTS:e} simulated \
              requests\n  fix: a shorter --duration, a smaller --workers or --size, fewer --scheduler, or --force",

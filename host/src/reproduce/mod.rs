@@ -56,6 +56,8 @@ pub struct Summary {
     pub runs: usize,
     /// Runs found already done (resumed).
     pub resumed: usize,
+    /// Stored lines not taken on resume (duplicated, edited, corrupt), each run done again.
+    pub rejected: Vec<store::Rejected>,
     /// Runs that failed (named in the report).
     pub failed: Vec<(String, String)>,
     /// The paper's numbers beside ours.
@@ -104,6 +106,7 @@ pub fn run(opts: &Options) -> Result<Summary, ReproduceError> {
     let summary = Summary {
         runs: jobs.len(),
         resumed: outcome.resumed,
+        rejected: outcome.rejected,
         failed: outcome.failed,
         claims,
         checks,

@@ -2,7 +2,7 @@
 //! skips the runs a folder already holds, so an interrupted sweep resumes where it stopped.
 
 use super::jobs::{Job, Work};
-use super::store::{Row, Store, StoreError};
+use super::store::{Rejected, Row, Store, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -17,11 +17,13 @@ pub struct Outcome {
     pub resumed: usize,
     /// Jobs that failed: ("<folder> <run key>", error).
     pub failed: Vec<(String, String)>,
+    /// Stored lines not taken (duplicated, edited, corrupt): their runs were done again.
+    pub rejected: Vec<Rejected>,
 }
 
 /// Runs the `jobs` not yet recorded under `out`, in parallel; a progress bar when `progress`.
 pub fn run(jobs: &[Job], out: &Path, progress: bool) -> Result<Outcome, StoreError> {
-    let (stores, mut rows) = open(jobs, out)?;
+    let (stores, mut rows, rejected) = open(jobs, out)?;
     let done: HashSet<(&str, String)> =
         rows.iter().flat_map(|(f, rs)| rs.iter().map(move |r| (*f, r.key()))).collect();
     let mut pending: Vec<&Job> = jobs.iter().filter(|j| !done.contains(&(j.folder, j.key()))).collect();
@@ -52,23 +54,23 @@ pub fn run(jobs: &[Job], out: &Path, progress: bool) -> Result<Outcome, StoreErr
             Err(msg) => failed.push((format!("{} {}", j.folder, j.key()), msg)),
         }
     }
-    Ok(Outcome { rows, resumed, failed })
+    Ok(Outcome { rows, resumed, failed, rejected })
 }
 
-type Opened = (HashMap<&'static str, Store>, HashMap<&'static str, Vec<Row>>);
+type Opened = (HashMap<&'static str, Store>, HashMap<&'static str, Vec<Row>>, Vec<Rejected>);
 
-/// One store per folder the jobs write, with the rows it already holds.
+/// One store per folder the jobs write, with the rows it already holds and the lines it did not take.
 fn open(jobs: &[Job], out: &Path) -> Result<Opened, StoreError> {
-    let mut stores = HashMap::new();
-    let mut rows = HashMap::new();
+    let (mut stores, mut rows, mut rejected) = (HashMap::new(), HashMap::new(), Vec::new());
     for j in jobs {
         if !stores.contains_key(j.folder) {
-            let (s, existing) = Store::open(&out.join(j.folder).join("runs.jsonl"))?;
-            stores.insert(j.folder, s);
-            rows.insert(j.folder, existing);
+            let o = Store::open(&out.join(j.folder).join("runs.jsonl"))?;
+            stores.insert(j.folder, o.store);
+            rows.insert(j.folder, o.rows);
+            rejected.extend(o.rejected);
         }
     }
-    Ok((stores, rows))
+    Ok((stores, rows, rejected))
 }
 
 fn bar(progress: bool, len: usize) -> ProgressBar {
