@@ -118,9 +118,9 @@ fn apply_worker(
                 Ok(crate::model::time::from_secs(*s))
             }
             DurationValue::Secs(s) => Err(bad(format!("{s} is not a duration"))),
-            DurationValue::Text(t) => {
-                humantime::parse_duration(t).map(from_duration).map_err(|e| bad(format!("'{t}': {e}")))
-            }
+            DurationValue::Text(t) => humantime::parse_duration(t).map(from_duration).map_err(|e| {
+                bad(format!("'{}': {}", crate::input::excerpt(t), crate::input::excerpt(&e.to_string())))
+            }),
         }
     };
     if let Some(v) = &w.spin_up {

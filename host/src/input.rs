@@ -4,6 +4,20 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// `value` as an error quotes it: at most 80 characters, so a corrupt megabyte-long field is not
+/// echoed whole.
+pub fn excerpt(value: &str) -> String {
+    cut(value, 80)
+}
+
+/// `text` cut to `chars` characters, saying how long it was.
+fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((i, _)) => format!("{}... ({} bytes)", &text[..i], text.len()),
+        None => text.to_string(),
+    }
+}
+
 /// The largest text input (a trace file, a platform profile, a manifest): these are kilobytes.
 pub const MAX_TEXT_BYTES: u64 = 16 << 20;
 
@@ -115,13 +129,15 @@ impl InputError {
     /// A TOML syntax or type error, located, with the field serde named if any.
     pub fn from_toml(path: &Path, text: &str, err: &toml::de::Error, fix: &str) -> Self {
         let location = Location::of_span(path, text, err.span());
-        let message = err.message().trim().to_string();
+        let message = err.message().trim();
         let field = message
             .split('`')
             .nth(1)
             .filter(|_| message.contains("field"))
-            .map_or_else(|| "syntax".to_string(), str::to_string);
-        InputError::invalid(location, field, message, fix)
+            .map_or_else(|| "syntax".to_string(), excerpt);
+        // The parser quotes what it read (a key, a value): cut, so that a corrupt file's megabyte-long
+        // token is not echoed whole.
+        InputError::invalid(location, field, cut(message, 400), fix)
     }
 }
 

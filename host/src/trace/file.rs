@@ -73,7 +73,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
         return Err(InputError::invalid(
             at(raw.format.span()),
             "format",
-            format!("unsupported format '{}'", raw.format.get_ref()),
+            format!("unsupported format '{}'", crate::input::excerpt(raw.format.get_ref())),
             format!("this version of spork reads \"{FORMAT}\""),
         ));
     }

@@ -106,7 +106,7 @@ fn field_error(
     InputError::invalid(
         Location { path: path.to_path_buf(), line: line as usize, column },
         field.to_string(),
-        format!("'{value}' is not {expected}"),
+        format!("'{}' is not {expected}", crate::input::excerpt(value)),
         "the file is corrupt or not from this dataset: download it again",
     )
 }
@@ -266,6 +266,10 @@ pub fn read_azure(dir: &Path, day: Option<u32>) -> Result<Vec<App>, InputError> 
     Ok(apps)
 }
 
+/// The latest minute a production trace may reach: 14 days (the Azure trace's length; Alibaba's is
+/// 12 hours). Rates are kept per minute, so a wild timestamp must not size that list.
+const MAX_MINUTES: u64 = 14 * 24 * 60;
+
 /// Reads every `MSRTQps_*.csv` in `dir` (Alibaba microservices 2021).
 pub fn read_alibaba(dir: &Path) -> Result<Vec<App>, InputError> {
     let paths = files(dir, "MSRTQps_")?;
@@ -293,10 +297,17 @@ pub fn read_alibaba(dir: &Path) -> Result<Vec<App>, InputError> {
                 continue;
             }
             let ts_s = rec.get(its).unwrap_or("");
-            let ts: u64 = ts_s
-                .trim()
-                .parse()
-                .map_err(|_| field_error(path, line, its + 1, "timestamp", ts_s, "milliseconds"))?;
+            let ts: u64 =
+                ts_s.trim().parse().ok().filter(|&ts| ts / 60_000 <= MAX_MINUTES).ok_or_else(|| {
+                    field_error(
+                        path,
+                        line,
+                        its + 1,
+                        "timestamp",
+                        ts_s,
+                        "milliseconds from the trace's start, within 14 days",
+                    )
+                })?;
             let v_s = rec.get(ival).unwrap_or("");
             let v: f64 = v_s
                 .trim()
