@@ -148,3 +148,12 @@ fn special_files_and_bad_bytes_are_refused_as_inputs() {
     std::fs::write(&latin1, b"format = \"spork-trace/1\"\n# caf\xe9\n").expect("write");
     refused(&["simulate", "--trace", &latin1.to_string_lossy()], &["t.toml:2", "UTF-8"]);
 }
+
+#[test]
+fn an_output_folder_that_is_a_file_is_named_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("results");
+    std::fs::write(&file, "not a folder").expect("write");
+    let f = file.to_string_lossy();
+    refused(&["brownout", "--seeds", "1", "--duration", "1m", "--out", &f], &[&*f, "not a folder"]);
+}

@@ -1,5 +1,6 @@
 //! `spork brownout`: the brownout reference scenario under one or all controllers.
 
+use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -75,6 +76,17 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
             to_secs(a.duration)
         );
     }
+    if let Some(dir) = &a.out {
+        if dir.exists() && !dir.is_dir() {
+            anyhow::bail!(
+                "--out {}: a file is there, not a folder\n  fix: name a folder (it is created)",
+                dir.display()
+            );
+        }
+        if dir.join("brownout.json").exists() {
+            eprintln!("note: {} holds earlier brownout results: they will be replaced", dir.display());
+        }
+    }
     let scenario =
         Scenario { duration_s: to_secs(a.duration), setpoint_s: a.setpoint, ..Scenario::default() };
     let jobs: Vec<(ControllerKind, u64)> =
@@ -99,7 +111,8 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         })
         .collect();
     if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out {}: cannot create the folder", dir.display()))?;
         let first: Vec<&Outcome> = kinds
             .iter()
             .filter_map(|k| outcomes.iter().find(|o| o.controller == k.name() && o.seed == a.seed))
@@ -143,8 +156,12 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
             });
         }
         render(&charts, 2, &dir.join("brownout"))?;
-        std::fs::write(dir.join("brownout_periods.csv"), csv)?;
-        std::fs::write(dir.join("brownout.json"), serde_json::to_string_pretty(&rows)?)?;
+        let write = |name: &str, text: String| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+        };
+        write("brownout_periods.csv", csv)?;
+        write("brownout.json", serde_json::to_string_pretty(&rows)?)?;
     }
     if a.json {
         out!("{}", serde_json::to_string_pretty(&rows)?);

@@ -149,10 +149,12 @@ fn write_tables(rows: &HashMap<&'static str, Vec<Row>>, out: &Path) -> Result<Ta
             let Some(rs) = rows.get(folder) else { continue };
             let table = aggregate::Table { points: experiment::points(e, folder, rs) };
             let stem = out.join(folder).join(folder);
-            aggregate::write(&table.points, &stem).map_err(ReproduceError::Output)?;
+            aggregate::write(&table.points, &stem)
+                .map_err(|e| ReproduceError::Output(format!("{}: {e}", stem.display())))?;
             let charts = e.charts(folder, &table);
             let cols = if charts.len() > 4 { 4 } else { charts.len().min(2) };
-            plot::render(&charts, cols, &stem).map_err(|err| ReproduceError::Output(err.to_string()))?;
+            plot::render(&charts, cols, &stem)
+                .map_err(|err| ReproduceError::Output(format!("{}: {err}", stem.display())))?;
             tables.0.insert(folder.to_string(), table);
         }
     }
@@ -173,7 +175,7 @@ fn compare(tables: &Tables) -> (Vec<Comparison>, Vec<Check>) {
 }
 
 fn write(path: &Path, text: String) -> Result<(), ReproduceError> {
-    std::fs::write(path, text).map_err(|e| ReproduceError::Output(e.to_string()))
+    std::fs::write(path, text).map_err(|e| ReproduceError::Output(format!("{}: {e}", path.display())))
 }
 
 /// Points of one experiment from a results folder (for tests and tools).
