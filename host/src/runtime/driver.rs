@@ -28,6 +28,11 @@ use crate::engine::{Arrival, Engine, Outcome};
 use crate::model::time::from_duration;
 use crate::model::{Kind, Request, Time, WorkerId};
 
+/// Jobs a board's queue holds with their inputs built; beyond, a job holds only its spec and the board
+/// builds its inputs when it starts it. Building twice costs a simulated board's thread time, so only
+/// a board that has fallen this far behind pays it, and its queue stays within this many inputs.
+const BUILT_WINDOW: usize = 64;
+
 /// How often the loop wakes with nothing due: meters, progress, the stop flag.
 const HOUSEKEEPING: Time = 20_000_000;
 
@@ -159,8 +164,9 @@ impl Run<'_> {
         self.send(arrival, self.next_id, r.arrival, spec, Some(work), now);
     }
 
-    /// Sends a booked request to its worker: a CPU gets its inputs, a board only their spec (it
-    /// builds them when it starts the job). A rejection is counted.
+    /// Sends a booked request to its worker: a CPU gets its inputs; so does a board while its queue
+    /// is short, and beyond [`BUILT_WINDOW`] jobs only their spec (it builds them when it starts the
+    /// job). A rejection is counted.
     fn send(
         &mut self,
         arrival: Arrival,
@@ -177,11 +183,11 @@ impl Run<'_> {
         let slot = booked.worker;
         let generation = self.fleet.generation(slot).unwrap_or(0);
         let (input, work) = match booked.kind {
-            Kind::Cpu => {
+            Kind::Fpga if self.inflight.on_slot(slot) >= BUILT_WINDOW => (Input::Deferred(spec), None),
+            _ => {
                 let work = work.unwrap_or_else(|| Arc::new(self.cfg.image.build(&spec)));
                 (Input::Built(work.clone()), Some(work))
             }
-            Kind::Fpga => (Input::Deferred(spec), None),
         };
         if self.fleet.send(slot, id, input, booked.optional(), now) {
             self.inflight.insert(id, Outstanding { booked, arrived, spec, work, generation, started: None });

@@ -17,7 +17,7 @@ pub(super) struct Outstanding {
     pub arrived: Time,
     /// How to build its inputs.
     pub spec: WorkSpec,
-    /// Its inputs while a CPU holds them (a board builds its own from `spec`).
+    /// Its inputs, when they were sent built (a board far behind builds its own from `spec`).
     pub work: Option<Arc<Work>>,
     /// The worker (generation) it was sent to.
     pub generation: u64,
@@ -40,6 +40,8 @@ impl Outstanding {
 /// The requests in flight, by id, and the started board jobs by their timeout.
 pub(super) struct InFlight {
     by_id: HashMap<u64, Outstanding>,
+    /// Requests in flight per pool slot.
+    per_slot: HashMap<WorkerId, usize>,
     timeouts: BTreeSet<(Time, u64)>,
     limit: Time,
 }
@@ -47,7 +49,7 @@ pub(super) struct InFlight {
 impl InFlight {
     /// Board jobs running longer than `limit` time out.
     pub fn new(limit: Time) -> InFlight {
-        InFlight { by_id: HashMap::new(), timeouts: BTreeSet::new(), limit }
+        InFlight { by_id: HashMap::new(), per_slot: HashMap::new(), timeouts: BTreeSet::new(), limit }
     }
 
     pub fn len(&self) -> usize {
@@ -59,7 +61,13 @@ impl InFlight {
     }
 
     pub fn insert(&mut self, id: u64, o: Outstanding) {
+        *self.per_slot.entry(o.slot()).or_default() += 1;
         self.by_id.insert(id, o);
+    }
+
+    /// Requests in flight on pool slot `slot`.
+    pub fn on_slot(&self, slot: WorkerId) -> usize {
+        self.per_slot.get(&slot).copied().unwrap_or(0)
     }
 
     pub fn get(&self, id: u64) -> Option<&Outstanding> {
@@ -69,6 +77,9 @@ impl InFlight {
     /// Takes request `id` out (answered, moved or rejected).
     pub fn remove(&mut self, id: u64) -> Option<Outstanding> {
         let o = self.by_id.remove(&id)?;
+        if let Some(n) = self.per_slot.get_mut(&o.slot()) {
+            *n = n.saturating_sub(1);
+        }
         if let Some(s) = o.started.filter(|_| o.booked.kind == Kind::Fpga) {
             self.timeouts.remove(&(s.saturating_add(self.limit), id));
         }
@@ -112,6 +123,7 @@ impl InFlight {
     /// Everything in flight, taken out.
     pub fn take_all(&mut self) -> Vec<(u64, Outstanding)> {
         self.timeouts.clear();
+        self.per_slot.clear();
         self.by_id.drain().collect()
     }
 }
