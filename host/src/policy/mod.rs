@@ -22,6 +22,12 @@ pub mod release;
 pub mod scheduler;
 
 pub use allocator::{Allocator, Demand, IntervalStats};
+
+/// The choice among `all` whose `name` is `s` (ignoring case and surrounding space): how the policy's
+/// named sets (dispatchers, brownout controllers) parse.
+fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
+    all.iter().copied().find(|&t| name(t).eq_ignore_ascii_case(s.trim()))
+}
 pub use caps::Caps;
 pub use dispatch::{Dispatcher, DispatcherKind, Fleet, Job, Placement};
 pub use objective::Objective;

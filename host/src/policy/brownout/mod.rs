@@ -137,9 +137,7 @@ impl std::str::FromStr for ControllerKind {
     type Err = UnknownController;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ControllerKind::ALL
-            .into_iter()
-            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+        super::by_name(&ControllerKind::ALL, ControllerKind::name, s)
             .ok_or_else(|| UnknownController(s.to_string()))
     }
 }

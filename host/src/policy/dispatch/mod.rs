@@ -148,9 +148,7 @@ impl std::str::FromStr for DispatcherKind {
     type Err = UnknownDispatcher;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DispatcherKind::ALL
-            .into_iter()
-            .find(|d| d.name().eq_ignore_ascii_case(s.trim()))
+        super::by_name(&DispatcherKind::ALL, DispatcherKind::name, s)
             .ok_or_else(|| UnknownDispatcher(s.to_string()))
     }
 }
