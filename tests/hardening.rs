@@ -128,6 +128,44 @@ fn a_backlogged_board_run_stays_small_and_stops_on_sigint() {
     assert!(n("answered_fpga") > 0, "the board served: {r}");
 }
 
+/// The same overload left to finish: the engine sees the board's real backlog (each job's start
+/// tells it) and its bounded admission keeps the board's queue within deadlines, so the rest goes to
+/// CPUs or is rejected, counted, and the run ends soon after its trace. Before, the board's backlog
+/// took minutes of wall time to drain. Bounded: 10 s of load, then at most 30 s.
+#[test]
+fn a_lagging_board_sheds_its_backlog_and_the_run_ends_after_its_trace() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args([
+            "run",
+            "--json",
+            "--duration",
+            "10s",
+            "--rate",
+            "400",
+            "--scheduler",
+            "spork-e",
+            "--no-compare",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spork runs");
+    let exited = (0..400).find_map(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        child.try_wait().expect("wait").map(|s| s.success())
+    });
+    if exited.is_none() {
+        let _ = child.kill();
+    }
+    assert_eq!(exited, Some(true), "the run ended within 30 s of its trace, successfully");
+    let out = child.wait_with_output().expect("output");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let r = &v["runs"][0];
+    let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    assert_eq!(r["stopped"], false, "{r}");
+    assert_eq!(n("answered") + n("rejected"), n("offered"), "{r}");
+}
+
 #[test]
 fn work_beyond_the_budget_is_refused_with_its_estimate() {
     refused(&["simulate", "--workers", "1e12"], &["budget", "--force"]);

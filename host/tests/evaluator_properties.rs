@@ -6,7 +6,7 @@ use spork::evaluate::{Plan, Report, evaluate, run_with};
 use spork::model::platform::ideal_fpga_only;
 use spork::model::time::{from_secs, to_secs};
 use spork::model::{Kind, PerKind, Platform, Request, Time, WorkerId};
-use spork::policy::{Caps, DispatcherKind, Scheduler};
+use spork::policy::{Admission, Caps, DispatcherKind, Scheduler};
 use spork::trace::RateTrace;
 use std::collections::HashMap;
 
@@ -228,6 +228,23 @@ proptest! {
         prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
         prop_assert!(max_cpu.is_none_or(|m| report.cpu.peak <= m), "cpu peak {} > {max_cpu:?}", report.cpu.peak);
         prop_assert!(max_fpga.is_none_or(|m| report.fpga.peak <= m), "fpga peak {} > {max_fpga:?}", report.fpga.peak);
+        prop_assert_eq!(report.requests + report.rejected, reqs.len() as u64);
+        prop_assert_eq!(rec.served.len() as u64, report.requests);
+    }
+
+    /// Bounded admission: no request waits in a queue into a miss, so the only misses are requests
+    /// a worker was spun up for (at most one each); every request is served or rejected, once.
+    #[test]
+    fn bounded_admission_misses_only_on_fresh_workers(
+        platform in platform_strategy(), reqs in trace_strategy(), scheduler in scheduler_strategy(),
+        max_cpu in prop::option::of(0u32..8), max_fpga in prop::option::of(0u32..8),
+    ) {
+        let caps = Caps(PerKind::new(max_cpu, max_fpga));
+        let plan = Plan { caps, admission: Admission::RejectLate, max_headroom: 4, ..Plan::new(scheduler) };
+        let (report, rec) = run(&platform, &reqs, &plan);
+        prop_assert!(rec.violations.is_empty(), "{:?}", rec.violations);
+        let spin_ups = report.cpu.spin_ups + report.fpga.spin_ups;
+        prop_assert!(report.deadline_misses <= spin_ups, "{} misses > {spin_ups} spin-ups", report.deadline_misses);
         prop_assert_eq!(report.requests + report.rejected, reqs.len() as u64);
         prop_assert_eq!(rec.served.len() as u64, report.requests);
     }

@@ -69,7 +69,8 @@ pub struct Args {
     /// past the kernel timeout (repeatable).
     #[arg(long, value_name = "FAULT")]
     inject_fault: Vec<Fault>,
-    /// FPGA workers: `sim` (the simulated board), `alveo` (a real board over XRT; feature `xrt`,
+    /// FPGA workers: `sim` (the simulated board), `model` (a board emulated in real time: reference
+    /// answers released when a board of the manifest's clock would finish), `alveo` (a real board over XRT; feature `xrt`,
     /// --xclbin and --device) or `f1` (an AWS F1 slot; feature `f1`, --slot and --agfi). A real
     /// board or slot holds one FPGA worker at a time.
     #[arg(long, value_enum, default_value = "sim")]
@@ -115,6 +116,8 @@ fn parse_kernel(s: &str) -> Result<Kernel, String> {
 enum BoardArg {
     /// The simulated board (Verilated RTL).
     Sim,
+    /// A board emulated in real time (reference answers, released on the board's timeline).
+    Model,
     /// An Alveo board over XRT.
     Alveo,
     /// An AWS F1 slot.
@@ -124,7 +127,8 @@ enum BoardArg {
 impl BoardArg {
     fn target(self) -> Target {
         match self {
-            BoardArg::Sim => Target::Sim,
+            // The emulation times the simulated board's RTL: its manifest is the one.
+            BoardArg::Sim | BoardArg::Model => Target::Sim,
             BoardArg::Alveo => Target::Alveo,
             BoardArg::F1 => Target::F1,
         }
@@ -295,6 +299,7 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
 fn board(args: &Args) -> anyhow::Result<Board> {
     match args.board {
         BoardArg::Sim => Ok(Board::Sim),
+        BoardArg::Model => Ok(Board::Model),
         BoardArg::Alveo => alveo(args),
         BoardArg::F1 => f1(args),
     }
@@ -403,7 +408,9 @@ fn table(runs: &[RunReport]) -> Table {
         v
     };
     t.add_row(row("requests answered / offered", &|r| format!("{} / {}", r.answered, r.offered)));
-    t.add_row(row("rejected (cap, input, stop)", &|r| format!("{}, {}", r.rejected, r.rejected_at_stop)));
+    t.add_row(row("rejected (admission, input, stop)", &|r| {
+        format!("{}, {}", r.rejected, r.rejected_at_stop)
+    }));
     t.add_row(row("latency p50 / p95 / p99 (ms)", &|r| {
         format!("{:.2} / {:.2} / {:.2}", r.p50_ms, r.p95_ms, r.p99_ms)
     }));
@@ -455,10 +462,14 @@ fn table(runs: &[RunReport]) -> Table {
         format!("{:.1} / {:.1}", r.result_lag_ms.0, r.result_lag_ms.1)
     }));
     t.add_row(row("wall time (s)", &|r| format!("{:.1}", r.wall_s)));
-    t.add_row(row("evaluator: FPGA share / spin-ups / misses", &|r| match &r.evaluator {
-        Some(e) => {
-            format!("{:.1}% / {} / {:.2}%", 100.0 * e.fpga_share, e.fpga_spin_ups, 100.0 * e.miss_share)
-        }
+    t.add_row(row("evaluator: FPGA share / spin-ups / misses / rejected", &|r| match &r.evaluator {
+        Some(e) => format!(
+            "{:.1}% / {} / {:.2}% / {}",
+            100.0 * e.fpga_share,
+            e.fpga_spin_ups,
+            100.0 * e.miss_share,
+            e.rejected
+        ),
         None => "-".into(),
     }));
     t

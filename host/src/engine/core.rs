@@ -9,7 +9,7 @@ use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, Worke
 use crate::policy::brownout::admit;
 use crate::policy::fleet::{Change, Reconcile};
 use crate::policy::release::may_release;
-use crate::policy::{Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Placement, dispatch};
+use crate::policy::{Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Placement, dispatch};
 
 /// One run of a scheduler, in whatever clock its driver keeps.
 pub struct Engine {
@@ -21,6 +21,7 @@ pub struct Engine {
     fleet: Fleet,
     reconcile: Reconcile,
     caps: Caps,
+    admission: Admission,
     brownout: Option<BrownoutLoop>,
     pool: Pool,
     timers: Timers,
@@ -64,6 +65,7 @@ impl Engine {
             rescue: dispatch::rescue(platform.fpga.spin_up),
             reconcile,
             caps: plan.caps,
+            admission: plan.admission,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             platform,
             pool: Pool::new(),
@@ -212,6 +214,14 @@ impl Engine {
         *w = (*w + actual).saturating_sub(estimated);
     }
 
+    /// Live telemetry: worker `id`'s real queue drains at `drains_at`. Later than the pool's booking
+    /// (a board slower than its model, a starved CPU thread), the pool takes the later time, so
+    /// dispatch sees the real backlog: a worker behind by more than a request's deadline horizon
+    /// takes no more of it, and with [`Admission::RejectLate`] its queue stays within deadlines.
+    pub fn observe_backlog(&mut self, id: WorkerId, drains_at: Time) {
+        self.pool.delay(id, drains_at);
+    }
+
     /// Takes a worker that failed (a board that did not configure, a hung kernel) out of service now:
     /// its queue is dropped (the driver re-runs it) and it is released.
     pub fn fail_worker(&mut self, id: WorkerId, now: Time, fx: &mut impl Effects) {
@@ -350,19 +360,33 @@ impl Engine {
         } else {
             (self.dispatcher.place(&self.pool, &job, now), self.fleet)
         };
-        let id = match placement {
-            Placement::Assign(id) => id,
-            Placement::SpinUp(kind) if !self.caps.at_cap(&self.pool, kind) => self.spin_up(kind, now, fx),
+        let (id, fresh) = match placement {
+            Placement::Assign(id) => (id, false),
+            Placement::SpinUp(kind) if !self.caps.at_cap(&self.pool, kind) => {
+                (self.spin_up(kind, now, fx), true)
+            }
             Placement::SpinUp(_) => {
                 self.capped += 1;
                 let Some(w) = Caps::overflow(&self.pool, fleet, now) else {
                     self.tally.rejected += 1;
                     return Arrival::Rejected;
                 };
-                w
+                (w, false)
             }
         };
+        if !fresh && !self.admits(id, &job, now) {
+            self.tally.rejected += 1;
+            return Arrival::Rejected;
+        }
         Arrival::Assigned(self.book(r, id, job, fx))
+    }
+
+    /// Whether the admission rule lets `job` join worker `id`'s queue at `now`.
+    #[inline]
+    fn admits(&self, id: WorkerId, job: &Job, now: Time) -> bool {
+        let w = self.pool.worker(id);
+        let finish = w.start_at(now).saturating_add(job.service[w.kind.index()]);
+        self.admission.admits_queued(finish, job.deadline)
     }
 
     /// Books `r` on worker `id`: its queue, idle timer, the interval's work, the brownout loop and

@@ -2,7 +2,7 @@
 
 use super::brownout::PoolBrownout;
 use crate::model::{Platform, Request, Time};
-use crate::policy::{Caps, Demand, DispatcherKind, Scheduler};
+use crate::policy::{Admission, Caps, Demand, DispatcherKind, Scheduler};
 use std::sync::Arc;
 
 /// How to run: the scheduler, an optional dispatcher override, caps, brownout and search limits.
@@ -18,6 +18,8 @@ pub struct Plan {
     pub caps: Caps,
     /// Brownout on requests' optional parts.
     pub brownout: Option<PoolBrownout>,
+    /// What becomes of a request that would queue into a miss (the paper's rule, or rejected).
+    pub admission: Admission,
     /// Seed of the brownout dimmer's draws. A live run and its evaluator prediction share it, so the
     /// prediction makes the same draws.
     pub seed: u64,
@@ -26,7 +28,15 @@ pub struct Plan {
 impl Plan {
     /// `scheduler` with its own dispatcher, uncapped, no brownout, seed 0.
     pub fn new(scheduler: Scheduler) -> Self {
-        Plan { scheduler, dispatcher: None, max_headroom: 64, caps: Caps::NONE, brownout: None, seed: 0 }
+        Plan {
+            scheduler,
+            dispatcher: None,
+            max_headroom: 64,
+            caps: Caps::NONE,
+            brownout: None,
+            admission: Admission::QueueLate,
+            seed: 0,
+        }
     }
 
     /// The dispatcher the run uses.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::model::time::from_secs;
-use crate::model::{Kind, PerKind, Platform, Request, Time, WorkerState};
+use crate::model::{Kind, PerKind, Platform, Request, Time, WorkerId, WorkerState};
 use crate::policy::{Caps, Scheduler};
 
 const MS: Time = 1_000_000;
@@ -107,4 +107,52 @@ fn a_rising_target_spins_fpgas_up_at_the_tick_within_the_cap() {
     assert_eq!(fpgas.len(), 1, "{fx:?}");
     assert!(matches!(fpgas[0], Action::SpinUp { ready_at, .. } if *ready_at == from_secs(20.0)), "{fpgas:?}");
     assert!(e.target() <= 1 && e.pool().allocated(Kind::Fpga) == 1);
+}
+
+fn admitting(admission: crate::policy::Admission) -> Engine {
+    // FPGA-static with no demand and headroom 0: one FPGA, warm at 0, FPGAs only.
+    let plan = Plan { admission, ..Plan::new(Scheduler::FpgaStatic) };
+    Engine::new(Platform::default(), &plan, &Oracle { demand: None, headroom: 0 })
+}
+
+/// Thirty 10 ms requests (5 ms on the board, 100 ms deadlines) at once on one board: (booked, rejected, misses).
+fn burst_on_one_board(e: &mut Engine) -> (u64, u64, u64) {
+    let mut fx = Vec::new();
+    e.begin(from_secs(20.0), &mut fx);
+    for _ in 0..30 {
+        e.arrive(request(MS, 10 * MS), &mut fx);
+    }
+    let t = e.tally();
+    (t.served_total(), t.rejected, t.misses)
+}
+
+#[test]
+fn bounded_admission_keeps_a_boards_queue_within_deadlines() {
+    use crate::policy::Admission;
+    let (booked, rejected, misses) = burst_on_one_board(&mut admitting(Admission::QueueLate));
+    assert_eq!((booked, rejected), (30, 0), "the paper's rule queues every request");
+    assert!(misses > 0, "and the tail of the queue misses");
+    let (booked, rejected, misses) = burst_on_one_board(&mut admitting(Admission::RejectLate));
+    assert_eq!(misses, 0, "nothing queued into a miss");
+    assert!(booked > 0 && rejected > 0 && booked + rejected == 30, "{booked} + {rejected}");
+}
+
+#[test]
+fn an_observed_backlog_moves_the_boards_queue_out() {
+    use crate::policy::Admission;
+    let mut fx = Vec::new();
+    for admission in [Admission::QueueLate, Admission::RejectLate] {
+        let mut e = admitting(admission);
+        e.begin(from_secs(20.0), &mut fx);
+        let board = WorkerId(0);
+        e.observe_backlog(board, from_secs(1.0));
+        assert_eq!(e.pool().worker(board).busy_until, from_secs(1.0));
+        e.observe_backlog(board, MS);
+        assert_eq!(e.pool().worker(board).busy_until, from_secs(1.0), "an earlier drain changes nothing");
+        match (admission, e.arrive(request(MS, 10 * MS), &mut fx)) {
+            (Admission::QueueLate, Arrival::Assigned(a)) => assert_eq!(a.start, from_secs(1.0)),
+            (Admission::RejectLate, Arrival::Rejected) => {}
+            other => panic!("{other:?}"),
+        }
+    }
 }

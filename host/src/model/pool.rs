@@ -300,6 +300,29 @@ impl Pool {
         (start, finish)
     }
 
+    /// Pushes a worker's `busy_until` out to `until` if that is later (its real queue is behind the
+    /// booking); its busy time, which energy is charged on, is unchanged: waiting is not work.
+    pub fn delay(&mut self, id: WorkerId, until: Time) {
+        let w = &mut self.slots[id.index()];
+        if until <= w.busy_until {
+            return;
+        }
+        let phase = match w.state {
+            WorkerState::Active => Some(Phase::Active),
+            WorkerState::SpinningUp => Some(Phase::Allocating),
+            WorkerState::Draining => None,
+            _ => return,
+        };
+        let old = (w.busy_until, id);
+        w.busy_until = until;
+        let kind = w.kind;
+        if let Some(phase) = phase {
+            let set = self.index_mut(phase, kind);
+            set.remove(&old);
+            set.insert((until, id));
+        }
+    }
+
     /// Drops a failed worker's queue at `now`: the work it had not done leaves its busy time (it is
     /// re-run elsewhere), so it can be released at once.
     pub fn abort_queue(&mut self, id: WorkerId, now: Time) {

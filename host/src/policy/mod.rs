@@ -7,11 +7,13 @@
 //! - [`allocator`]: how many FPGAs to hold per interval (Algorithms 1 and 2, the baselines);
 //! - [`dispatch`]: where each request runs (Algorithm 3, round robin, index packing, the rescue path);
 //! - [`fleet`]: how the pool's FPGAs follow the target (which to release, drain or take back);
+//! - [`admission`]: whether a request that would queue into a miss is placed or rejected;
 //! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
 //! - [`release`]: when an idle worker may spin down;
 //! - [`brownout`]: the optional-part gate, its queue length and the controllers;
 //! - [`scheduler`]: the paper's named schedulers as compositions of the above.
 
+pub mod admission;
 pub mod allocator;
 pub mod brownout;
 pub mod caps;
@@ -28,6 +30,7 @@ pub use allocator::{Allocator, Demand, IntervalStats};
 fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
     all.iter().copied().find(|&t| name(t).eq_ignore_ascii_case(s.trim()))
 }
+pub use admission::Admission;
 pub use caps::Caps;
 pub use dispatch::{Dispatcher, DispatcherKind, Fleet, Job, Placement};
 pub use objective::Objective;

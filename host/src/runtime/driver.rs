@@ -231,7 +231,15 @@ impl Run<'_> {
                 self.st.faults.log.push(format!("worker slot {}: {error}", slot.0));
                 self.fail_board(slot, generation, now);
             }
-            Event::Started { id, slot, generation, at } => self.inflight.started(id, slot, generation, at),
+            Event::Started { id, slot, generation, at } => {
+                self.inflight.started(id, slot, generation, at);
+                // The worker's real queue drains once what it holds has run from here: the engine
+                // takes that if it is later than its booking (a board behind its model).
+                if self.fleet.kind_of(slot, generation).is_some() {
+                    let drains_at = at.saturating_add(self.inflight.queued_service(slot));
+                    self.engine.observe_backlog(slot, drains_at);
+                }
+            }
             Event::Done(d) => self.on_done(d, now),
         }
     }

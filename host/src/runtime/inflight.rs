@@ -40,8 +40,8 @@ impl Outstanding {
 /// The requests in flight, by id, and the started board jobs by their timeout.
 pub(super) struct InFlight {
     by_id: HashMap<u64, Outstanding>,
-    /// Requests in flight per pool slot.
-    per_slot: HashMap<WorkerId, usize>,
+    /// Requests in flight per pool slot, and their booked service.
+    per_slot: HashMap<WorkerId, (usize, Time)>,
     timeouts: BTreeSet<(Time, u64)>,
     limit: Time,
 }
@@ -61,13 +61,20 @@ impl InFlight {
     }
 
     pub fn insert(&mut self, id: u64, o: Outstanding) {
-        *self.per_slot.entry(o.slot()).or_default() += 1;
+        let slot = self.per_slot.entry(o.slot()).or_default();
+        *slot = (slot.0 + 1, slot.1 + o.booked.service());
         self.by_id.insert(id, o);
     }
 
     /// Requests in flight on pool slot `slot`.
     pub fn on_slot(&self, slot: WorkerId) -> usize {
-        self.per_slot.get(&slot).copied().unwrap_or(0)
+        self.per_slot.get(&slot).map_or(0, |s| s.0)
+    }
+
+    /// The booked service of the requests in flight on pool slot `slot`: what its worker still has
+    /// to run, as the engine booked it.
+    pub fn queued_service(&self, slot: WorkerId) -> Time {
+        self.per_slot.get(&slot).map_or(0, |s| s.1)
     }
 
     pub fn get(&self, id: u64) -> Option<&Outstanding> {
@@ -78,7 +85,7 @@ impl InFlight {
     pub fn remove(&mut self, id: u64) -> Option<Outstanding> {
         let o = self.by_id.remove(&id)?;
         if let Some(n) = self.per_slot.get_mut(&o.slot()) {
-            *n = n.saturating_sub(1);
+            *n = (n.0.saturating_sub(1), n.1.saturating_sub(o.booked.service()));
         }
         if let Some(s) = o.started.filter(|_| o.booked.kind == Kind::Fpga) {
             self.timeouts.remove(&(s.saturating_add(self.limit), id));

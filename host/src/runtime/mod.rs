@@ -38,6 +38,7 @@ pub use prediction::Prediction;
 pub use report::RunReport;
 
 use crate::engine::{Engine, Oracle, Outcome, replay, search_headroom};
+use crate::policy::Admission;
 
 /// Why a live run could not run.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +64,9 @@ pub fn run_on(mut cfg: RunConfig, clock: Clock) -> Result<RunReport, RunError> {
     // Worker threads are bounded by configuration: the limit is a cap the engine applies, so the
     // prediction beside the run holds the same one.
     cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
+    // A live pool's queues hold only what can meet its deadline (a board that falls behind its
+    // model must not collect a backlog); the prediction applies the same rule.
+    cfg.plan.admission = Admission::RejectLate;
     let (oracle, predicted) = prepare(&cfg);
     Ok(run_prepared(cfg, oracle, predicted, clock)?)
 }

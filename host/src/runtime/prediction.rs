@@ -15,6 +15,8 @@ pub struct Prediction {
     pub fpga_spin_ups: u64,
     /// Miss share.
     pub miss_share: f64,
+    /// Requests rejected (a cap with no worker, or bounded admission: no queue into a miss).
+    pub rejected: u64,
     /// Energy (J) [CPU, FPGA].
     pub energy_j: [f64; 2],
 }
@@ -28,6 +30,7 @@ impl Prediction {
             fpga_share: o.tally.served[Kind::Fpga] as f64 / served,
             fpga_spin_ups: o.pool.ledger(Kind::Fpga).spin_ups,
             miss_share: o.tally.misses as f64 / served,
+            rejected: o.tally.rejected,
             energy_j: [energy(Kind::Cpu), energy(Kind::Fpga)],
         }
     }

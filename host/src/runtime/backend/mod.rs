@@ -7,6 +7,7 @@ mod board;
 mod cpu;
 #[cfg(feature = "f1")]
 mod f1;
+mod model;
 
 #[cfg(feature = "xrt")]
 pub use alveo::{AlveoBoard, AlveoConfig};
@@ -14,9 +15,11 @@ pub use board::SimBoardSlot;
 pub use cpu::CpuWorker;
 #[cfg(feature = "f1")]
 pub use f1::{F1Config, F1Slot};
+pub use model::ModelBoardSlot;
 
 use std::time::{Duration, Instant};
 
+use super::calibrate::Calibration;
 use super::work::{KernelImage, Output, Payload};
 use crate::model::{Kind, Platform};
 
@@ -25,6 +28,8 @@ use crate::model::{Kind, Platform};
 pub enum Board {
     /// Slots of the simulated board (Verilated RTL).
     Sim,
+    /// Slots of a board emulated in real time: reference answers released on the board's timeline.
+    Model,
     /// An Alveo board over XRT.
     #[cfg(feature = "xrt")]
     Alveo(AlveoConfig),
@@ -38,6 +43,7 @@ impl Board {
     pub fn describe(&self) -> String {
         match self {
             Board::Sim => "sim".into(),
+            Board::Model => "model".into(),
             #[cfg(feature = "xrt")]
             Board::Alveo(c) => format!("alveo {}", c.device),
             #[cfg(feature = "f1")]
@@ -45,28 +51,33 @@ impl Board {
         }
     }
 
-    /// A real board or slot holds one FPGA worker at a time; the simulated board any number.
+    /// A real board or slot holds one FPGA worker at a time; the simulated and emulated boards any
+    /// number.
     pub fn fpga_limit(&self) -> Option<u32> {
-        (!matches!(self, Board::Sim)).then_some(1)
+        (!matches!(self, Board::Sim | Board::Model)).then_some(1)
     }
 }
 
 /// The backend of a new worker of `kind`: a CPU thread running the reference, or a slot of `board`
-/// clocked at `clock_hz`; `delay` is the configured part of its spin-up (a VM's boot, a board's
+/// at `calibration`'s clock; `delay` is the configured part of its spin-up (a VM's boot, a board's
 /// reconfiguration beyond what the simulated board measures), and `fail_configure` injects a
 /// configuration failure (simulated board).
 pub fn spawn(
     kind: Kind,
     board: &Board,
     platform: &Platform,
-    clock_hz: f64,
+    calibration: &Calibration,
     delay: Duration,
     fail_configure: bool,
 ) -> Box<dyn Backend> {
+    let clock_hz = calibration.clock_hz;
     match (kind, board) {
         (Kind::Cpu, _) => Box::new(CpuWorker::new(platform.cpu, delay, Instant::now())),
         (Kind::Fpga, Board::Sim) => {
             Box::new(SimBoardSlot::new(clock_hz, delay, platform.fpga, fail_configure))
+        }
+        (Kind::Fpga, Board::Model) => {
+            Box::new(ModelBoardSlot::new(calibration, delay, platform.fpga, fail_configure))
         }
         #[cfg(feature = "xrt")]
         (Kind::Fpga, Board::Alveo(c)) => Box::new(AlveoBoard::new(c.clone(), platform.fpga)),
@@ -132,4 +143,9 @@ pub trait Backend: Send {
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError>;
     /// Current power draw.
     fn power(&self) -> Power;
+    /// Whether its answers are the software reference's own (an emulated board): then they are not
+    /// checked against it again.
+    fn is_reference(&self) -> bool {
+        false
+    }
 }
