@@ -2,6 +2,7 @@
 //! output that cannot be written ends the command with an error, never a panic (issue: hardening).
 //! Each case is one of the commands that broke before, run against the real binary.
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 fn spork(args: &[&str]) -> Output {
@@ -164,6 +165,28 @@ fn a_lagging_board_sheds_its_backlog_and_the_run_ends_after_its_trace() {
     let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     assert_eq!(r["stopped"], false, "{r}");
     assert_eq!(n("answered") + n("rejected"), n("offered"), "{r}");
+}
+
+/// A production experiment named in --only with nothing to replay says why, not "cannot write results:
+/// No such file or directory" (what it said before).
+#[test]
+fn a_production_experiment_with_nothing_to_replay_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let azure = dir.path().join("azure");
+    std::fs::create_dir(&azure).expect("mkdir");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/corpus/azure");
+    for entry in std::fs::read_dir(corpus).expect("corpus") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let header = text.lines().next().expect("a header line");
+        std::fs::write(azure.join(path.file_name().expect("name")), format!("{header}\n")).expect("write");
+    }
+    let out = dir.path().join("out").to_string_lossy().into_owned();
+    let az = azure.to_string_lossy().into_owned();
+    let args = ["reproduce", "--quick", "--only", "table8", "--out", &out];
+    refused(&args, &["table8", "no dataset was given", "--azure"]);
+    let with_data = [&args[..], &["--azure", &az]].concat();
+    refused(&with_data, &["table8", "no application", "qualifies", "full dataset"]);
 }
 
 #[test]

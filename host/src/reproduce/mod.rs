@@ -80,6 +80,18 @@ pub enum ReproduceError {
     /// An output file could not be written.
     #[error("cannot write results: {0}")]
     Output(String),
+    /// Experiments named in `--only` replay production traces, and none qualified.
+    #[error(
+        "{experiments} replay production applications, and {why}\n  fix: {fix}, or leave {experiments} out of --only"
+    )]
+    NoProduction {
+        /// The experiments, comma-separated.
+        experiments: String,
+        /// What was missing.
+        why: &'static str,
+        /// What to give.
+        fix: &'static str,
+    },
     /// An unknown experiment name.
     #[error("unknown experiment '{0}': expected {known}", known = known_ids())]
     Unknown(String),
@@ -100,6 +112,8 @@ pub fn run(opts: &Options) -> Result<Summary, ReproduceError> {
     let chosen = chosen(&opts.only)?;
     let inputs = inputs(opts, &chosen)?;
     let jobs: Vec<Job> = chosen.iter().flat_map(|e| e.jobs(&inputs)).collect();
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|e| ReproduceError::Output(format!("{}: {e}", opts.out.display())))?;
     let outcome = sweep::run(&jobs, &opts.out, opts.progress)?;
     let tables = write_tables(&outcome.rows, &opts.out)?;
     let (claims, checks) = compare(&tables);
@@ -138,6 +152,23 @@ fn inputs(opts: &Options, chosen: &[&dyn Experiment]) -> Result<Inputs, Reproduc
         Sources { azure: opts.azure.clone(), azure_day: opts.azure_day, alibaba: opts.alibaba.clone() };
     let production =
         if chosen.iter().any(|e| e.uses_production()) { sources.load(&scale)? } else { Vec::new() };
+    // Named in --only, a production experiment with nothing to replay is an error, not an empty table.
+    let named: Vec<&str> =
+        chosen.iter().filter(|e| e.uses_production() && !opts.only.is_empty()).map(|e| e.id()).collect();
+    if !named.is_empty() && production.iter().all(|p| p.windows().next().is_none()) {
+        let (why, fix) = if production.is_empty() {
+            (
+                "no dataset was given",
+                "give --azure DIR (Azure Functions 2019) or --alibaba DIR (Alibaba 2021)",
+            )
+        } else {
+            (
+                "no application in the data given qualifies for the paper's selection (heavy applications per size bucket)",
+                "give the full dataset (a sample this small has no heavy application)",
+            )
+        };
+        return Err(ReproduceError::NoProduction { experiments: named.join(", "), why, fix });
+    }
     Ok(Inputs { scale, production })
 }
 
