@@ -180,13 +180,19 @@ impl Engine {
     /// A request arrives at `r.arrival`: the brownout gate decides its optional part, the
     /// dispatcher places it and the pool books it.
     pub fn arrive(&mut self, r: Request, fx: &mut impl Effects) -> Arrival {
+        self.arrive_by(r, None, fx)
+    }
+
+    /// [`Engine::arrive`] with the request's own absolute `deadline` (a client's), or the profile's
+    /// deadline factor times its size if `None`.
+    pub fn arrive_by(&mut self, r: Request, deadline: Option<Time>, fx: &mut impl Effects) -> Arrival {
         self.events += 1;
         let now = r.arrival;
         let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
         let gate = self.brownout.as_mut().map(|b| move || b.gate(now, workers));
         self.optional.0 += u64::from(r.optional > 0);
         let r = admit(r, gate);
-        let deadline = r.deadline(self.platform.deadline_factor);
+        let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let arrival = self.place(r, deadline, false, fx);
         // Counted once booked: the optional part of a rejected request did not run.
         self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));

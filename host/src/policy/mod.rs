@@ -6,6 +6,7 @@
 //!
 //! - [`allocator`]: how many FPGAs to hold per interval (Algorithms 1 and 2, the baselines);
 //! - [`dispatch`]: where each request runs (Algorithm 3, round robin, index packing, the rescue path);
+//! - [`estimate`]: a served request's CPU time, estimated online from its input;
 //! - [`fleet`]: how the pool's FPGAs follow the target (which to release, drain or take back);
 //! - [`admission`]: whether a request that would queue into a miss is placed or rejected;
 //! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
@@ -18,6 +19,7 @@ pub mod allocator;
 pub mod brownout;
 pub mod caps;
 pub mod dispatch;
+pub mod estimate;
 pub mod fleet;
 pub mod objective;
 pub mod release;

@@ -111,7 +111,9 @@ pub fn run(opts: &Options) -> Result<Summary, ReproduceError> {
     let started = Instant::now();
     let chosen = chosen(&opts.only)?;
     let inputs = inputs(opts, &chosen)?;
-    let jobs: Vec<Job> = chosen.iter().flat_map(|e| e.jobs(&inputs)).collect();
+    let per: Vec<Vec<Job>> = chosen.iter().map(|e| e.jobs(&inputs)).collect();
+    nothing_to_replay(opts, &chosen, &per, &inputs)?;
+    let jobs: Vec<Job> = per.into_iter().flatten().collect();
     std::fs::create_dir_all(&opts.out)
         .map_err(|e| ReproduceError::Output(format!("{}: {e}", opts.out.display())))?;
     let outcome = sweep::run(&jobs, &opts.out, opts.progress)?;
@@ -145,6 +147,33 @@ fn chosen(only: &[String]) -> Result<Vec<&'static dyn Experiment>, ReproduceErro
         .collect())
 }
 
+/// Named in --only, a production experiment with no run at all is an error, not an empty table.
+fn nothing_to_replay(
+    opts: &Options,
+    chosen: &[&dyn Experiment],
+    per: &[Vec<Job>],
+    inputs: &Inputs,
+) -> Result<(), ReproduceError> {
+    let named: Vec<&str> = chosen
+        .iter()
+        .zip(per)
+        .filter(|(e, jobs)| e.uses_production() && jobs.is_empty() && !opts.only.is_empty())
+        .map(|(e, _)| e.id())
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    let (why, fix) = if inputs.production.is_empty() {
+        ("no dataset was given", "give --azure DIR (Azure Functions 2019) or --alibaba DIR (Alibaba 2021)")
+    } else {
+        (
+            "no application in the data given qualifies for the paper's selection (heavy applications per size bucket)",
+            "give the full dataset (a sample this small has no heavy application)",
+        )
+    };
+    Err(ReproduceError::NoProduction { experiments: named.join(", "), why, fix })
+}
+
 /// The scale asked for, and the production datasets if a chosen experiment replays them.
 fn inputs(opts: &Options, chosen: &[&dyn Experiment]) -> Result<Inputs, ReproduceError> {
     let scale = if opts.quick { Scale::quick() } else { Scale::full() };
@@ -152,23 +181,6 @@ fn inputs(opts: &Options, chosen: &[&dyn Experiment]) -> Result<Inputs, Reproduc
         Sources { azure: opts.azure.clone(), azure_day: opts.azure_day, alibaba: opts.alibaba.clone() };
     let production =
         if chosen.iter().any(|e| e.uses_production()) { sources.load(&scale)? } else { Vec::new() };
-    // Named in --only, a production experiment with nothing to replay is an error, not an empty table.
-    let named: Vec<&str> =
-        chosen.iter().filter(|e| e.uses_production() && !opts.only.is_empty()).map(|e| e.id()).collect();
-    if !named.is_empty() && production.iter().all(|p| p.windows().next().is_none()) {
-        let (why, fix) = if production.is_empty() {
-            (
-                "no dataset was given",
-                "give --azure DIR (Azure Functions 2019) or --alibaba DIR (Alibaba 2021)",
-            )
-        } else {
-            (
-                "no application in the data given qualifies for the paper's selection (heavy applications per size bucket)",
-                "give the full dataset (a sample this small has no heavy application)",
-            )
-        };
-        return Err(ReproduceError::NoProduction { experiments: named.join(", "), why, fix });
-    }
     Ok(Inputs { scale, production })
 }
 

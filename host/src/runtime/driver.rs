@@ -17,16 +17,18 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use super::clock::Clock;
 use super::config::RunConfig;
 use super::fleet::LiveFleet;
+use super::incoming::{Incoming, Inputs, Refused, Reply, Served};
 use super::inflight::{InFlight, Outstanding};
-use super::loadgen::{self, Arrive};
+use super::loadgen::Arrive;
 use super::meters::Meters;
 use super::progress::Progress;
 use super::stats::RunStats;
-use super::work::{Input, Work, WorkSpec};
+use super::work::{Answer, Input, Work};
 use super::worker::{Done, Event};
 use crate::engine::{Arrival, Engine, Outcome};
 use crate::model::time::from_duration;
 use crate::model::{Kind, Request, Time, WorkerId};
+use crate::policy::estimate::SizeEstimator;
 
 /// Jobs a board's queue holds with their inputs built; beyond, a job holds only its spec and the board
 /// builds its inputs when it starts it. Building twice costs a simulated board's thread time, so only
@@ -56,18 +58,20 @@ struct Run<'c> {
     trace_over: bool,
     stopped_at: Option<Time>,
     interrupts: u32,
+    /// Clients' requests: their CPU time, estimated from their items.
+    estimator: SizeEstimator,
 }
 
-/// Runs `cfg` live on `engine` with `clock`; returns the engine's outcome, what the run measured,
-/// the meters' readings and when it ended.
-pub(super) async fn drive(
+/// Runs `cfg` live on `engine` with `clock`, taking requests from `arrivals` until it ends; returns
+/// the engine's outcome, what the run measured, the meters' readings and when it ended.
+pub async fn drive(
     cfg: &RunConfig,
     engine: Engine,
     clock: Clock,
-) -> std::io::Result<(Outcome, RunStats, Vec<super::report::MeterReading>, Time)> {
+    mut arrivals: UnboundedReceiver<Arrive>,
+) -> (Outcome, RunStats, Vec<super::report::MeterReading>, Time) {
     let mut meters = Meters::start(&cfg.sysfs, clock.now());
     let (events_tx, mut events) = unbounded_channel::<Event>();
-    let mut arrivals = loadgen::start(cfg, clock.clone())?;
     // One SIGINT stream for the whole run (a signal between polls is not lost): the first stops the
     // run, a second ends the grace period at once.
     let mut sigint = signal(SignalKind::interrupt()).ok();
@@ -83,6 +87,7 @@ pub(super) async fn drive(
         trace_over: false,
         stopped_at: None,
         interrupts: 0,
+        estimator: SizeEstimator::new(cfg.calibration.items_per_sec),
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     while !(run.trace_over && run.inflight.is_empty()) {
@@ -96,7 +101,7 @@ pub(super) async fn drive(
         progress.update(&run.st, run.clock.now(), run.inflight.len());
     }
     progress.finish();
-    Ok(run.finish(meters))
+    run.finish(meters)
 }
 
 impl Run<'_> {
@@ -143,9 +148,7 @@ impl Run<'_> {
         // schedule, as in the evaluator).
         self.engine.advance(now, !self.trace_over, &mut self.fleet);
         match wake {
-            Wake::Arrive(Arrive::Request(r, spec, work)) => {
-                self.on_request(Request { arrival: now, ..r }, spec, work, now)
-            }
+            Wake::Arrive(Arrive::Request(incoming)) => self.on_request(incoming, now),
             Wake::Arrive(Arrive::End) => {
                 self.trace_over = true;
                 self.engine.end_of_trace(now, &mut self.fleet);
@@ -156,46 +159,55 @@ impl Run<'_> {
         self.expire_timeouts(now);
     }
 
-    /// A request arrives: the engine books it and its worker gets it.
-    fn on_request(&mut self, r: Request, spec: WorkSpec, work: Arc<Work>, now: Time) {
+    /// A request arrives: the engine books it (a client's sized by the estimator, by its own
+    /// deadline if it gave one) and its worker gets it.
+    fn on_request(&mut self, incoming: Incoming, now: Time) {
+        let Incoming { request, deadline, inputs, reply } = incoming;
         self.next_id += 1;
         self.st.offered += 1;
-        let arrival = self.engine.arrive(r, &mut self.fleet);
-        self.send(arrival, self.next_id, r.arrival, spec, Some(work), now);
+        let mut r = Request { arrival: now, ..request };
+        if let Inputs::Given(work) = &inputs {
+            r.size = self.estimator.estimate(work.mandatory.items());
+            r.optional = work.optional.as_ref().map_or(0, |p| self.estimator.estimate(p.items()));
+        }
+        let deadline = deadline.map(|d| now.saturating_add(d));
+        let span = deadline.unwrap_or_else(|| r.deadline(self.cfg.platform.deadline_factor)) - now;
+        let arrival = self.engine.arrive_by(r, deadline, &mut self.fleet);
+        let held = Held { arrived: now, inputs, reply, span };
+        self.send(arrival, self.next_id, held, now);
     }
 
     /// Sends a booked request to its worker: a CPU gets its inputs; so does a board while its queue
-    /// is short, and beyond [`BUILT_WINDOW`] jobs only their spec (it builds them when it starts the
-    /// job). A rejection is counted.
-    fn send(
-        &mut self,
-        arrival: Arrival,
-        id: u64,
-        arrived: Time,
-        spec: WorkSpec,
-        work: Option<Arc<Work>>,
-        now: Time,
-    ) {
+    /// is short, and beyond [`BUILT_WINDOW`] jobs a trace's request goes as its spec alone (the board
+    /// builds it when it starts the job). A rejection is counted and told to the client.
+    fn send(&mut self, arrival: Arrival, id: u64, held: Held, now: Time) {
+        let Held { arrived, inputs, reply, span } = held;
         let Arrival::Assigned(booked) = arrival else {
             self.st.answers.rejected += 1;
+            refuse(reply, Refused::Admission { retry_after: std::time::Duration::from_nanos(span) });
             return;
         };
         let slot = booked.worker;
         let generation = self.fleet.generation(slot).unwrap_or(0);
-        let (input, work) = match booked.kind {
-            Kind::Fpga if self.inflight.on_slot(slot) >= BUILT_WINDOW => (Input::Deferred(spec), None),
-            _ => {
-                let work = work.unwrap_or_else(|| Arc::new(self.cfg.image.build(&spec)));
-                (Input::Built(work.clone()), Some(work))
+        let (input, inputs) = match (booked.kind, inputs) {
+            (Kind::Fpga, Inputs::Generated(spec, _)) if self.inflight.on_slot(slot) >= BUILT_WINDOW => {
+                (Input::Deferred(spec), Inputs::Generated(spec, None))
             }
+            (_, Inputs::Generated(spec, work)) => {
+                let work = work.unwrap_or_else(|| Arc::new(self.cfg.image.build(&spec)));
+                (Input::Built(work.clone()), Inputs::Generated(spec, Some(work)))
+            }
+            (_, Inputs::Given(work)) => (Input::Built(work.clone()), Inputs::Given(work)),
         };
         if self.fleet.send(slot, id, input, booked.optional(), now) {
-            self.inflight.insert(id, Outstanding { booked, arrived, spec, work, generation, started: None });
+            let o = Outstanding { booked, arrived, inputs, reply, generation, started: None };
+            self.inflight.insert(id, o);
         } else {
             // The pool only books slots with a live worker; should one be gone, the request is
             // rejected and counted rather than lost.
             self.st.answers.rejected += 1;
             self.st.faults.log.push(format!("request {id}: worker slot {} had no thread", slot.0));
+            refuse(reply, Refused::Failed(format!("worker slot {} had no thread", slot.0)));
         }
     }
 
@@ -204,7 +216,8 @@ impl Run<'_> {
         self.st.faults.redispatched += 1;
         let b = o.booked;
         let arrival = self.engine.redispatch_on_cpu(b.request, now, b.deadline, &mut self.fleet);
-        self.send(arrival, id, o.arrived, o.spec, o.work, now);
+        let span = b.deadline.saturating_sub(o.arrived);
+        self.send(arrival, id, Held { arrived: o.arrived, inputs: o.inputs, reply: o.reply, span }, now);
     }
 
     /// Takes a failed board out of service: the engine releases it, its thread is abandoned (it may
@@ -244,7 +257,7 @@ impl Run<'_> {
         }
     }
 
-    fn on_done(&mut self, d: Done, now: Time) {
+    fn on_done(&mut self, mut d: Done, now: Time) {
         // A result for a request already answered or moved elsewhere is dropped: never answer twice.
         let current =
             self.inflight.get(d.id).is_some_and(|o| o.on(d.slot, d.generation) && o.booked.kind == d.kind);
@@ -252,7 +265,8 @@ impl Run<'_> {
             self.st.faults.late_discarded += 1;
             return;
         };
-        match &d.result {
+        let result = std::mem::replace(&mut d.result, Ok(None));
+        match result {
             Ok(Some(_)) if d.mismatch => {
                 self.st.faults.mismatches += 1;
                 self.st
@@ -261,7 +275,7 @@ impl Run<'_> {
                     .push(format!("request {}: the board's result differs from the reference", d.id));
                 self.redispatch(d.id, o, now);
             }
-            Ok(Some(_)) => self.answered(&d, &o),
+            Ok(Some(answer)) => self.answered(&d, o, answer),
             // Handed back unrun by a failed or cancelled board: run it on a CPU.
             Ok(None) => self.redispatch(d.id, o, now),
             Err(e) => {
@@ -273,27 +287,42 @@ impl Run<'_> {
                 } else {
                     // The reference itself failed on this input: no worker can answer it.
                     self.st.answers.rejected += 1;
+                    refuse(o.reply, Refused::Failed(e.to_string()));
                 }
             }
         }
     }
 
-    /// A worker answered: its latency (board jobs on the board's own timeline), and the measured
-    /// service time for the allocator's telemetry.
-    fn answered(&mut self, d: &Done, o: &Outstanding) {
-        let (finish, took) = match d.device {
+    /// A worker answered: its latency (board jobs on the board's own timeline), the measured service
+    /// time for the allocator's telemetry and a client's size estimate, and the client's answer.
+    fn answered(&mut self, d: &Done, o: Outstanding, answer: Answer) {
+        let (start, finish, took) = match d.device {
             Some((s, f, cycles)) => {
                 self.st.record_board(d.wall.1.saturating_sub(f), d.wall.1 - d.wall.0, f - s, cycles);
-                (f, f - s)
+                (s, f, f - s)
             }
-            None => (d.wall.1, d.wall.1 - d.wall.0),
+            None => (d.wall.0, d.wall.1, d.wall.1 - d.wall.0),
         };
         self.engine.observe_service(d.kind, o.booked.service(), took);
+        if let (Kind::Cpu, Inputs::Given(work)) = (d.kind, &o.inputs) {
+            let items = work.mandatory.items() + answer.optional.as_ref().map_or(0, |_| optional_items(work));
+            if let Some(error) = self.estimator.observe(items, took) {
+                self.st.record_estimate(error);
+            }
+        }
         if d.power.measured {
             self.st.record_power(d.kind, d.power.watts);
         }
         let missed = finish > o.booked.deadline;
         self.st.answers.record(d.kind, finish.saturating_sub(o.arrived), missed);
+        if let Some(reply) = o.reply {
+            let optional = answer.optional.is_some();
+            let queue = start.saturating_sub(o.arrived);
+            let served =
+                Served { answer, kind: d.kind, worker: d.slot.0, queue, service: took, missed, optional };
+            // A client that went away no longer waits: its answer is counted all the same.
+            let _ = reply.send(Ok(served));
+        }
     }
 
     /// Abandons board jobs that overran the kernel timeout; re-runs them on CPUs.
@@ -318,10 +347,12 @@ impl Run<'_> {
         self.st.stopped = true;
         self.trace_over = true;
         self.engine.end_of_trace(now, &mut self.fleet);
+        arrivals.close();
         while let Ok(m) = arrivals.try_recv() {
-            if let Arrive::Request(..) = m {
+            if let Arrive::Request(incoming) = m {
                 self.st.offered += 1;
                 self.st.rejected_at_stop += 1;
+                refuse(incoming.reply, Refused::Draining);
             }
         }
     }
@@ -334,7 +365,10 @@ impl Run<'_> {
 
     /// Out of grace: everything still in flight is rejected, explicitly and counted.
     fn reject_in_flight(&mut self) {
-        self.st.rejected_at_stop += self.inflight.take_all().len() as u64;
+        for (_, o) in self.inflight.take_all() {
+            self.st.rejected_at_stop += 1;
+            refuse(o.reply, Refused::Stopped);
+        }
         self.fleet.cancel_all();
     }
 
@@ -347,4 +381,25 @@ impl Run<'_> {
         self.fleet.shut_down();
         (self.engine.finish(), self.st, meters.readings(), end)
     }
+}
+
+/// A request's inputs, client and deadline span while it is being placed.
+struct Held {
+    arrived: Time,
+    inputs: Inputs,
+    reply: Option<Reply>,
+    /// Its deadline after arrival: a rejected client is told to retry after about this long.
+    span: Time,
+}
+
+/// Tells a waiting client why its request was not served (a trace's request has no one to tell).
+fn refuse(reply: Option<Reply>, why: Refused) {
+    if let Some(reply) = reply {
+        let _ = reply.send(Err(why));
+    }
+}
+
+/// The items of a client's optional part.
+fn optional_items(work: &Work) -> u64 {
+    work.optional.as_ref().map_or(0, |p| p.items())
 }

@@ -2,23 +2,22 @@
 //! kept by when they time out, so overdue ones are found without a scan.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
-use super::work::{Work, WorkSpec};
+use super::incoming::{Inputs, Reply};
 use crate::engine::Assignment;
 use crate::model::{Kind, Time, WorkerId};
 
 /// A request in flight.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct Outstanding {
     /// Where the engine booked it, and the request as booked (a re-run is booked anew).
     pub booked: Assignment,
     /// When the request first arrived: its latency counts from here, whatever re-runs it took.
     pub arrived: Time,
-    /// How to build its inputs.
-    pub spec: WorkSpec,
-    /// Its inputs, when they were sent built (a board far behind builds its own from `spec`).
-    pub work: Option<Arc<Work>>,
+    /// Its inputs (a trace's request sent to a board far behind holds only its spec).
+    pub inputs: Inputs,
+    /// Where a client waits for the answer.
+    pub reply: Option<Reply>,
     /// The worker (generation) it was sent to.
     pub generation: u64,
     /// When the worker started it (board jobs are timed out from here).
@@ -139,13 +138,14 @@ impl InFlight {
 mod tests {
     use super::*;
     use crate::model::Request;
+    use crate::runtime::work::WorkSpec;
 
     fn booked(kind: Kind, worker: u32) -> Outstanding {
         let request = Request { arrival: 0, size: 1, optional: 0 };
         let booked =
             Assignment { request, worker: WorkerId(worker), kind, start: 0, finish: 1, deadline: 10 };
-        let spec = WorkSpec::new(16, 0, 1, 0);
-        Outstanding { booked, arrived: 0, spec, work: None, generation: 1, started: None }
+        let inputs = Inputs::Generated(WorkSpec::new(16, 0, 1, 0), None);
+        Outstanding { booked, arrived: 0, inputs, reply: None, generation: 1, started: None }
     }
 
     #[test]

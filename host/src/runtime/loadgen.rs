@@ -8,15 +8,17 @@ use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::clock::Clock;
 use super::config::RunConfig;
-use super::work::{Work, WorkSpec};
+use super::incoming::{Incoming, Inputs};
+use super::work::WorkSpec;
+use crate::model::Time;
 use crate::model::time::to_secs;
-use crate::model::{Request, Time};
 
-/// What the load generator hands the dispatcher.
-pub(super) enum Arrive {
-    /// A request, due now, with its inputs built and the spec to rebuild them.
-    Request(Request, WorkSpec, Arc<Work>),
-    /// The trace is over (or the run stopped).
+/// What the dispatcher is handed.
+#[derive(Debug)]
+pub enum Arrive {
+    /// A request, due now.
+    Request(Incoming),
+    /// No more requests: the trace is over (or the run stopped, or the server drains).
     End,
 }
 
@@ -37,7 +39,13 @@ pub(super) fn start(cfg: &RunConfig, clock: Clock) -> std::io::Result<UnboundedR
             if due > now {
                 std::thread::sleep(due - now);
             }
-            if stop.load(Ordering::Relaxed) || tx.send(Arrive::Request(r, spec, payload)).is_err() {
+            let incoming = Incoming {
+                request: r,
+                deadline: None,
+                inputs: Inputs::Generated(spec, Some(payload)),
+                reply: None,
+            };
+            if stop.load(Ordering::Relaxed) || tx.send(Arrive::Request(incoming)).is_err() {
                 break;
             }
         }

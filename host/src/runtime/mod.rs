@@ -13,12 +13,13 @@ pub mod backend;
 pub mod calibrate;
 pub mod clock;
 mod config;
-mod driver;
+pub mod driver;
 pub mod faults;
 mod fleet;
+pub mod incoming;
 mod inflight;
 pub mod limits;
-mod loadgen;
+pub mod loadgen;
 mod meters;
 pub mod prediction;
 mod progress;
@@ -79,7 +80,8 @@ fn run_prepared(
 ) -> std::io::Result<RunReport> {
     let engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
-    let (outcome, st, meters, end) = rt.block_on(driver::drive(&cfg, engine, clock))?;
+    let arrivals = loadgen::start(&cfg, clock.clone())?;
+    let (outcome, st, meters, end) = rt.block_on(driver::drive(&cfg, engine, clock, arrivals));
     let mut report = RunReport::new(&cfg, &outcome, st, end);
     report.meters = meters;
     report.evaluator = predicted.map(|o| Prediction::from_outcome(&o, &cfg.platform));

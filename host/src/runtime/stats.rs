@@ -57,7 +57,7 @@ impl Default for BoardTime {
 }
 
 /// Counters and distributions gathered while the run goes.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunStats {
     /// Requests in the trace.
     pub trace_requests: u64,
@@ -78,6 +78,27 @@ pub struct RunStats {
     pub board: BoardTime,
     /// Power the backends measured after their jobs (W), per type: sum and count.
     pub measured_power: PerKind<(f64, u64)>,
+    /// Clients' requests: the size estimate's relative error on each CPU answer, in parts per
+    /// thousand.
+    pub estimate_error_permille: Histogram<u64>,
+}
+
+impl Default for RunStats {
+    fn default() -> Self {
+        RunStats {
+            trace_requests: 0,
+            offered: 0,
+            answers: Tally::default(),
+            rejected_at_stop: 0,
+            stopped: false,
+            configured: PerKind::default(),
+            faults: Faults::default(),
+            board: BoardTime::default(),
+            measured_power: PerKind::default(),
+            estimate_error_permille: Histogram::new_with_bounds(1, 1_000_000, 3)
+                .expect("static histogram bounds"),
+        }
+    }
 }
 
 impl RunStats {
@@ -108,6 +129,11 @@ impl RunStats {
         b.verilator_ns += verilator;
         b.device_ns += device;
         b.cycles += cycles;
+    }
+
+    /// A client's size estimate was off by `error` (relative) on a CPU answer.
+    pub fn record_estimate(&mut self, error: f64) {
+        self.estimate_error_permille.saturating_record(((error * 1e3).round() as u64).max(1));
     }
 
     /// Requests settled so far: answered, rejected or rejected at the stop.
