@@ -4,6 +4,17 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=proto/inference.proto");
+    // The Open Inference Protocol's gRPC service (`spork serve`); needs protoc (Debian:
+    // protobuf-compiler).
+    if let Err(e) = tonic_prost_build::configure()
+        .build_client(true)
+        .compile_protos(&["proto/inference.proto"], &["proto"])
+    {
+        panic!(
+            "\n\nspork: compiling proto/inference.proto failed: {e}\n  fix: apt-get install -y protobuf-compiler (protoc)\n\n"
+        );
+    }
     println!("cargo:rerun-if-changed=xrt-wrapper.h");
     println!("cargo:rerun-if-env-changed=XILINX_XRT");
     #[cfg(feature = "xrt")]

@@ -9,6 +9,7 @@
 //! - [`evaluate`]: the engine in virtual time (the discrete-event evaluator) and the paper's metrics.
 //! - [`config`]: platform profiles from TOML.
 //! - [`runtime`]: the engine in wall time on CPU threads, the simulated board and real boards.
+//! - [`serve`]: the engine behind the Open Inference Protocol (HTTP and gRPC): `spork serve`.
 //! - [`optimal`]: the MILP optimum of section 3; [`reproduce`]: every experiment of the paper.
 //! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
 //! - [`xrt`]: pre-flight checks and (feature `xrt`) the XRT C API binding; `f1` (feature): AWS F1 management.
@@ -28,5 +29,6 @@ pub mod policy;
 pub mod power;
 pub mod reproduce;
 pub mod runtime;
+pub mod serve;
 pub mod trace;
 pub mod xrt;

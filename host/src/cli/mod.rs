@@ -20,6 +20,7 @@ mod pool_args;
 mod power;
 mod reproduce;
 mod run;
+mod serve;
 mod simulate;
 mod table;
 mod trace;
@@ -48,6 +49,8 @@ enum Command {
     /// Replay a trace live: real CPU worker threads and the simulated board (Verilated RTL), the same
     /// policy as `simulate` in wall time.
     Run(run::Args),
+    /// Serve requests over the Open Inference Protocol (HTTP and gRPC), one Spork pool per model.
+    Serve(serve::Args),
     /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
@@ -71,6 +74,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Brownout(a) => brownout::run_cmd(a),
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Power(a) => power::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Hdl(c) => hdl::run(c),

@@ -106,7 +106,7 @@ pub struct Args {
     json: bool,
 }
 
-fn parse_kernel(s: &str) -> Result<Kernel, String> {
+pub fn parse_kernel(s: &str) -> Result<Kernel, String> {
     Kernel::from_name(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("unknown kernel '{s}': use sobel, bloom or dense"))
 }

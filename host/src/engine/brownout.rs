@@ -69,6 +69,11 @@ impl BrownoutLoop {
         }
     }
 
+    /// The gate's current setting (queue threshold or dimmer value).
+    pub fn setting(&self) -> f64 {
+        self.knob.value()
+    }
+
     /// When the next control period ends.
     pub fn next_tick(&self) -> Time {
         self.next_tick

@@ -93,6 +93,16 @@ impl Engine {
         self.target
     }
 
+    /// The brownout gate's current setting, if the plan has one.
+    pub fn brownout_setting(&self) -> Option<f64> {
+        self.brownout.as_ref().map(BrownoutLoop::setting)
+    }
+
+    /// The platform it runs on.
+    pub fn platform(&self) -> &Platform {
+        &self.platform
+    }
+
     /// What has been booked so far.
     pub fn tally(&self) -> &Tally {
         &self.tally

@@ -40,6 +40,19 @@ pub enum WorkerState {
     Off,
 }
 
+impl WorkerState {
+    /// Snake-case name (metrics labels).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerState::SpinningUp => "spinning_up",
+            WorkerState::Active => "active",
+            WorkerState::Draining => "draining",
+            WorkerState::SpinningDown => "spinning_down",
+            WorkerState::Off => "off",
+        }
+    }
+}
+
 /// One worker.
 #[derive(Clone, Copy, Debug)]
 pub struct Worker {

@@ -9,6 +9,7 @@ use super::backend::Board;
 use super::calibrate::Calibration;
 use super::faults::FaultPlan;
 use super::limits::Limits;
+use super::status::Status;
 use super::work::KernelImage;
 use crate::engine::Plan;
 use crate::model::{Platform, Request, Time};
@@ -49,6 +50,9 @@ pub struct RunConfig {
     pub compare: bool,
     /// Threads and request sizes one run may hold (default [`Limits::default`]).
     pub limits: Limits,
+    /// Where the dispatcher publishes the pool's state while it runs (default none; the server's
+    /// metrics read it).
+    pub status: Option<Arc<Status>>,
 }
 
 impl RunConfig {
@@ -78,6 +82,7 @@ impl RunConfig {
             sysfs: PathBuf::from("/sys"),
             compare: true,
             limits: Limits::default(),
+            status: None,
         }
     }
 }

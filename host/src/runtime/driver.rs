@@ -90,8 +90,13 @@ pub async fn drive(
         estimator: SizeEstimator::new(cfg.calibration.items_per_sec),
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
+    let mut published = 0;
     while !(run.trace_over && run.inflight.is_empty()) {
         meters.sample(run.clock.now());
+        if run.clock.now() >= published + HOUSEKEEPING {
+            published = run.clock.now();
+            run.publish();
+        }
         if run.out_of_grace() {
             run.reject_in_flight();
             break;
@@ -132,6 +137,16 @@ impl Run<'_> {
                 }
             } => Wake::Interrupt,
         }
+    }
+
+    /// Publishes the pool's state for readers (the server's metrics), if anyone reads it.
+    fn publish(&self) {
+        let Some(status) = &self.cfg.status else { return };
+        let fpga = &self.st.configured[Kind::Fpga].measured_ms;
+        let reconfig = (fpga.len() as u64, (fpga.iter().sum::<f64>() * 1e3) as u64);
+        let h = &self.st.estimate_error_permille;
+        let estimate = [0.5, 0.95].map(|q| if h.is_empty() { 0 } else { h.value_at_quantile(q) });
+        status.publish(&self.engine, self.inflight.len(), reconfig, estimate);
     }
 
     /// Handles what woke the loop, after everything due by now.

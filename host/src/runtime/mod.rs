@@ -25,6 +25,7 @@ pub mod prediction;
 mod progress;
 pub mod report;
 pub mod stats;
+pub mod status;
 pub mod stream;
 pub mod trace;
 pub mod work;
@@ -64,12 +65,17 @@ pub fn run_on(mut cfg: RunConfig, clock: Clock) -> Result<RunReport, RunError> {
     cfg.limits.check(&cfg)?;
     // Worker threads are bounded by configuration: the limit is a cap the engine applies, so the
     // prediction beside the run holds the same one.
-    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
-    // A live pool's queues hold only what can meet its deadline (a board that falls behind its
-    // model must not collect a backlog); the prediction applies the same rule.
-    cfg.plan.admission = Admission::RejectLate;
+    bound(&mut cfg);
     let (oracle, predicted) = prepare(&cfg);
     Ok(run_prepared(cfg, oracle, predicted, clock)?)
+}
+
+/// The bounds every live pool runs under: worker threads capped by configuration (a cap the engine
+/// applies, so a prediction holds the same one), and queues that hold only what can meet its deadline
+/// (a board that falls behind its model must not collect a backlog).
+pub fn bound(cfg: &mut RunConfig) {
+    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
+    cfg.plan.admission = Admission::RejectLate;
 }
 
 fn run_prepared(

@@ -1,0 +1,241 @@
+//! `spork serve`: the Open Inference Protocol (HTTP and gRPC) in front of one Spork pool per model.
+//! Settings come from `--config serve.toml` and flags (a flag wins); see `spork serve --help`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use spork::engine::Plan;
+use spork::input::InputError;
+use spork::policy::Scheduler;
+use spork::runtime::Board;
+use spork::serve::{Kernelled, Limits, ServeConfig};
+use spork_golden::Kernel;
+
+use super::pool_args::PoolArgs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Settings file (TOML): any of the flags below, by their names with underscores, and a
+    /// [limits] table (max_body, max_items, header_timeout, body_timeout, max_connections).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// HTTP listen address [default: 127.0.0.1:8000].
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// gRPC listen address [default: 127.0.0.1:8001].
+    #[arg(long, value_name = "ADDR")]
+    grpc: Option<SocketAddr>,
+    /// Models served, one pool each: any of sobel, bloom, dense [default: all three].
+    #[arg(long, value_delimiter = ',', value_parser = super::run::parse_kernel)]
+    models: Option<Vec<Kernel>>,
+    /// Scheduler of every pool (one needing the trace in advance cannot serve) [default: spork-e].
+    #[arg(long)]
+    scheduler: Option<String>,
+    /// FPGA workers: `model` (a board emulated in real time: reference answers released when a board
+    /// of the manifest's clock would finish) or `sim` (the Verilated RTL) [default: model].
+    #[arg(long)]
+    board: Option<String>,
+    /// Board clock in MHz [default: the kernel's manifest in bitstreams/sim].
+    #[arg(long, value_name = "MHZ")]
+    clock_mhz: Option<f64>,
+    /// Platform profile (TOML with [cpu], [fpga], [requests]) [default: the paper's Table 6, with a
+    /// 1 s FPGA reconfiguration].
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// A file holding the bearer token that inference and metadata require (health and metrics too
+    /// with --auth-health).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Require the token on health and metrics too.
+    #[arg(long)]
+    auth_health: bool,
+    /// How long a drain (SIGTERM, SIGINT) lets requests in flight finish [default: 5s].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    grace: Option<Duration>,
+    /// Largest request body or gRPC message in bytes [default: 16 MiB].
+    #[arg(long, value_name = "BYTES")]
+    max_body: Option<usize>,
+    #[command(flatten)]
+    pool: PoolArgs,
+}
+
+/// The settings file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    http: Option<SocketAddr>,
+    grpc: Option<SocketAddr>,
+    models: Option<Vec<String>>,
+    scheduler: Option<String>,
+    board: Option<String>,
+    clock_mhz: Option<f64>,
+    platform: Option<PathBuf>,
+    token_file: Option<PathBuf>,
+    auth_health: Option<bool>,
+    #[serde(default, with = "humantime_serde_opt")]
+    grace: Option<Duration>,
+    max_cpu: Option<u32>,
+    max_fpga: Option<u32>,
+    limits: Option<FileLimits>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileLimits {
+    max_body: Option<usize>,
+    max_items: Option<u64>,
+    #[serde(default, with = "humantime_serde_opt")]
+    header_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde_opt")]
+    body_timeout: Option<Duration>,
+    max_connections: Option<usize>,
+}
+
+/// Durations in the settings file as humantime strings ("10s").
+mod humantime_serde_opt {
+    use serde::Deserialize;
+    use std::time::Duration;
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let s: Option<String> = Option::deserialize(d)?;
+        s.map(|s| humantime::parse_duration(&s).map_err(|e| serde::de::Error::custom(format!("'{s}': {e}"))))
+            .transpose()
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<File> {
+    let text = InputError::read(path)?;
+    let fix = "fields are http, grpc, models, scheduler, board, clock_mhz, platform, token_file, auth_health, \
+               grace, max_cpu, max_fpga and a [limits] table";
+    Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
+}
+
+/// Runs `spork serve` until SIGTERM or SIGINT, then drains.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cfg = config(args)?;
+    let running = spork::serve::start(cfg).context("starting the server")?;
+    eprintln!(
+        "spork serve: HTTP on {}, gRPC on {}; models {}; ready (SIGTERM or Ctrl-C drains)",
+        running.http,
+        running.grpc,
+        running.server.models().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+    );
+    running.wait_for_signal().context("waiting for a signal")?;
+    eprintln!("draining ...");
+    for (model, report) in running.drain() {
+        match report {
+            Some(r) => eprintln!(
+                "{model}: {} answered ({} on FPGAs), {} rejected, {} refused at the drain; {} deadline misses",
+                r.answered, r.answered_fpga, r.rejected, r.rejected_at_stop, r.deadline_misses
+            ),
+            None => eprintln!("{model}: its pool ended abnormally"),
+        }
+    }
+    Ok(())
+}
+
+/// The server's settings from the file and the flags.
+pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
+    let file = match &args.config {
+        Some(p) => read_file(p)?,
+        None => File::default(),
+    };
+    let fl = file.limits.unwrap_or_default();
+    let d = Limits::default();
+    let limits = Limits {
+        max_body: args.max_body.or(fl.max_body).unwrap_or(d.max_body),
+        max_items: fl.max_items.unwrap_or(d.max_items),
+        header_timeout: fl.header_timeout.unwrap_or(d.header_timeout),
+        body_timeout: fl.body_timeout.unwrap_or(d.body_timeout),
+        max_connections: fl.max_connections.unwrap_or(d.max_connections),
+    };
+    check_limits(&limits)?;
+    let scheduler: Scheduler = args.scheduler.or(file.scheduler).as_deref().unwrap_or("spork-e").parse()?;
+    if scheduler.needs_demand() {
+        bail!(
+            "scheduler {scheduler} is told the trace in advance, which a server has not: pick spork-e, spork-c, cpu-dynamic or another online one"
+        );
+    }
+    let board = match args.board.or(file.board).as_deref().unwrap_or("model") {
+        "model" => Board::Model,
+        "sim" => Board::Sim,
+        other => bail!("--board '{other}' is not served: use model or sim"),
+    };
+    let models = match (args.models, file.models) {
+        (Some(m), _) => m,
+        (None, Some(names)) => names
+            .iter()
+            .map(|n| super::run::parse_kernel(n).map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<_>>()?,
+        (None, None) => Kernel::ALL.to_vec(),
+    };
+    if models.is_empty() {
+        bail!("no model to serve: name at least one of sobel, bloom, dense");
+    }
+    let pool = PoolArgs {
+        max_cpu: args.pool.max_cpu.or(file.max_cpu),
+        max_fpga: args.pool.max_fpga.or(file.max_fpga),
+        ..args.pool
+    };
+    let plans = pool.plans(&[scheduler], true, None, Plan::new)?;
+    let plan = *plans.last().context("no plan")?;
+    let platform_file = args.platform.or(file.platform);
+    let clock_mhz = args.clock_mhz.or(file.clock_mhz);
+    let kernels = models
+        .into_iter()
+        .map(|k| Kernelled::measure(k, clock_mhz, platform_file.as_deref()))
+        .collect::<Result<_, _>>()?;
+    let token = match args.token_file.or(file.token_file) {
+        Some(p) => Some(token(&p)?),
+        None => None,
+    };
+    Ok(ServeConfig {
+        http: args.http.or(file.http).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8000))),
+        grpc: args.grpc.or(file.grpc).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8001))),
+        kernels,
+        plan,
+        board,
+        token,
+        open_health: !(args.auth_health || file.auth_health.unwrap_or(false)),
+        limits,
+        grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
+        kernel_timeout: Duration::from_secs(10),
+    })
+}
+
+fn check_limits(l: &Limits) -> anyhow::Result<()> {
+    if !(1024..=1 << 30).contains(&l.max_body) {
+        bail!("max_body {} must be from 1 KiB to 1 GiB", l.max_body);
+    }
+    if !(1..=64 << 20).contains(&l.max_items) {
+        bail!("max_items {} must be from 1 to 64 Mi", l.max_items);
+    }
+    for (name, t) in [("header_timeout", l.header_timeout), ("body_timeout", l.body_timeout)] {
+        if t < Duration::from_millis(10) || t > Duration::from_secs(3600) {
+            bail!("{name} {t:?} must be from 10ms to 1h");
+        }
+    }
+    if !(1..=100_000).contains(&l.max_connections) {
+        bail!("max_connections {} must be from 1 to 100000", l.max_connections);
+    }
+    Ok(())
+}
+
+/// The token: the file's first line, at least 16 characters.
+fn token(path: &Path) -> anyhow::Result<String> {
+    let text = InputError::read(path)?;
+    let t = text.lines().next().unwrap_or("").trim().to_string();
+    if t.len() < 16 {
+        bail!("{}: the token must be at least 16 characters on the first line", path.display());
+    }
+    Ok(t)
+}

@@ -1,0 +1,204 @@
+//! Prometheus metrics (`GET /metrics`, the text exposition format): what the server answered, how
+//! fast and how late, per model and worker type; and each pool's state, read from what its
+//! dispatcher publishes at scrape time.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::model::Kind;
+use crate::runtime::status::{STATES, Status};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    model: String,
+    kind: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelKind {
+    model: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelOnly {
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabels {
+    model: String,
+    kind: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EnergyLabels {
+    model: String,
+    kind: String,
+    source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Quantile {
+    model: String,
+    quantile: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+
+/// The server's metrics.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<Outcome, Counter>,
+    latency: Family<ModelKind, Histogram>,
+    misses: Family<ModelOnly, Counter>,
+    queue: Family<ModelOnly, Gauge>,
+    workers: Family<WorkerLabels, Gauge>,
+    configurations: Family<ModelOnly, Gauge>,
+    configuration_seconds: Family<ModelOnly, FGauge>,
+    energy: Family<EnergyLabels, FGauge>,
+    brownout: Family<ModelOnly, FGauge>,
+    estimate_error: Family<Quantile, FGauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Every family registered, none with values yet.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("spork");
+        let requests = Family::<Outcome, Counter>::default();
+        let latency = Family::<ModelKind, Histogram>::new_with_constructor(|| {
+            // 50 us to about 30 s.
+            Histogram::new(exponential_buckets(50e-6, 2.0, 20))
+        });
+        let (misses, queue) = (Family::default(), Family::default());
+        let (workers, configurations, configuration_seconds) =
+            (Family::default(), Family::default(), Family::default());
+        let (energy, brownout, estimate_error) = (Family::default(), Family::default(), Family::default());
+        registry.register(
+            "requests",
+            "Inference requests by model, worker type (none if not served) and outcome",
+            requests.clone(),
+        );
+        registry.register("request_duration_seconds", "Response time of served requests", latency.clone());
+        registry.register(
+            "deadline_misses",
+            "Served requests that finished after their deadline",
+            misses.clone(),
+        );
+        registry.register("queue_depth", "Requests accepted and not yet answered", queue.clone());
+        registry.register("workers", "Workers by type and state", workers.clone());
+        registry.register(
+            "fpga_configurations",
+            "FPGA configurations (reconfigurations) so far",
+            configurations.clone(),
+        );
+        registry.register(
+            "fpga_configuration_seconds_sum",
+            "Measured time of all FPGA configurations so far",
+            configuration_seconds.clone(),
+        );
+        registry.register("energy_joules", "Energy so far by worker type", energy.clone());
+        registry.register(
+            "brownout_setting",
+            "The brownout gate's setting (queue threshold or dimmer)",
+            brownout.clone(),
+        );
+        registry.register(
+            "size_estimate_error_ratio",
+            "Relative error of the online size estimate on CPU answers",
+            estimate_error.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            misses,
+            queue,
+            workers,
+            configurations,
+            configuration_seconds,
+            energy,
+            brownout,
+            estimate_error,
+        }
+    }
+
+    /// A request on `model` ended with `outcome`; served ones on `kind` after `seconds`.
+    pub fn request(
+        &self,
+        model: &str,
+        kind: Option<Kind>,
+        outcome: &str,
+        seconds: Option<f64>,
+        missed: bool,
+    ) {
+        let kind_name = kind.map_or("none", Kind::name).to_string();
+        let labels = Outcome { model: model.into(), kind: kind_name.clone(), outcome: outcome.into() };
+        self.requests.get_or_create(&labels).inc();
+        if let Some(s) = seconds {
+            self.latency.get_or_create(&ModelKind { model: model.into(), kind: kind_name }).observe(s);
+        }
+        if missed {
+            self.misses.get_or_create(&ModelOnly { model: model.into() }).inc();
+        }
+    }
+
+    /// A request on `model` was accepted (+1) or answered (-1).
+    pub fn queue(&self, model: &str, delta: i64) {
+        self.queue.get_or_create(&ModelOnly { model: model.into() }).inc_by(delta);
+    }
+
+    /// The text exposition of everything, with `pools`' published state read now.
+    pub fn render<'a>(&self, pools: impl Iterator<Item = (&'a str, &'a Status)>) -> String {
+        for (model, status) in pools {
+            self.read(model, status);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    fn read(&self, model: &str, s: &Status) {
+        let m = || ModelOnly { model: model.into() };
+        for kind in Kind::ALL {
+            for (state, n) in STATES.iter().zip(&s.workers[kind]) {
+                let labels = WorkerLabels {
+                    model: model.into(),
+                    kind: kind.name().into(),
+                    state: state.name().into(),
+                };
+                self.workers.get_or_create(&labels).set(n.load(Ordering::Relaxed) as i64);
+            }
+            let labels =
+                EnergyLabels { model: model.into(), kind: kind.name().into(), source: "modelled".into() };
+            self.energy.get_or_create(&labels).set(s.energy_mj[kind].load(Ordering::Relaxed) as f64 / 1e3);
+        }
+        self.configurations.get_or_create(&m()).set(s.reconfigurations.load(Ordering::Relaxed) as i64);
+        let us = s.reconfiguration_us.load(Ordering::Relaxed) as f64;
+        self.configuration_seconds.get_or_create(&m()).set(us / 1e6);
+        let b = s.brownout_milli.load(Ordering::Relaxed);
+        if b != u64::MAX {
+            self.brownout.get_or_create(&m()).set(b as f64 / 1e3);
+        }
+        for (q, v) in ["0.5", "0.95"].iter().zip(&s.estimate_error_milli) {
+            let labels = Quantile { model: model.into(), quantile: (*q).into() };
+            self.estimate_error.get_or_create(&labels).set(v.load(Ordering::Relaxed) as f64 / 1e3);
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `spork serve`: the engine's third driver. Clients send requests over the Open Inference Protocol
+//! (HTTP/REST and gRPC, what Triton and KServe clients speak); each model's requests go to its own
+//! Spork pool (the runtime's dispatcher loop, fed clients' requests instead of a trace), whose
+//! engine and policy objects are the evaluator's and `spork run`'s. The server adds only the
+//! transport: decoding and checking tensors, the token, limits, metrics, readiness and drain.
+//!
+//! - [`server`]: the core every transport calls ([`server::Server::infer`]);
+//! - [`http`], [`grpc`]: the two transports; [`listen`]: their sockets, timeouts and shutdown;
+//! - [`models`], [`tensor`]: the served models and their tensors; [`pools`]: a pool per model;
+//! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
+
+pub mod error;
+pub mod grpc;
+pub mod http;
+pub mod listen;
+pub mod metrics;
+pub mod models;
+pub mod pools;
+pub mod server;
+pub mod tensor;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use spork_golden::Kernel;
+
+use crate::engine::Plan;
+use crate::model::Platform;
+use crate::runtime::work::{KernelImage, Work};
+use crate::runtime::{Board, Calibration, Clock, RunConfig, RunReport};
+pub use error::ServeError;
+use pools::Pool;
+pub use server::{Limits, Server};
+
+/// One kernel's pool as configured: its image, the measured calibration and the platform with it.
+#[derive(Clone, Debug)]
+pub struct Kernelled {
+    /// Its image (the on-chip state every worker is configured with).
+    pub image: Arc<KernelImage>,
+    /// The CPU reference's and the board's measured throughput.
+    pub calibration: Calibration,
+    /// The platform with the measured speedup.
+    pub platform: Platform,
+}
+
+/// Why a model's pool cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The board's throughput is unknown.
+    #[error(transparent)]
+    Calibration(#[from] crate::runtime::calibrate::CalibrationError),
+    /// The platform profile cannot be read.
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
+    /// The measured platform is out of range.
+    #[error("the measured platform is not valid: {0}")]
+    Platform(String),
+}
+
+impl Kernelled {
+    /// `kernel`'s pool settings: its image (seed 0), the CPU reference timed here and the board's
+    /// manifest (`clock_mhz` overrides its clock), over `platform` (a profile file; default the
+    /// paper's, with the live 1 s FPGA reconfiguration).
+    pub fn measure(
+        kernel: Kernel,
+        clock_mhz: Option<f64>,
+        platform: Option<&std::path::Path>,
+    ) -> Result<Self, SetupError> {
+        let image = Arc::new(KernelImage::new(kernel, 0));
+        let calibration = Calibration::measure(crate::bitstream::Target::Sim, &image, clock_mhz, 200_000)?;
+        let base = match platform {
+            Some(p) => crate::config::read_platform(p)?,
+            None => Platform::default(),
+        };
+        let platform = calibration.apply(base, platform.is_some());
+        platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
+        Ok(Kernelled { image, calibration, platform })
+    }
+}
+
+/// What `spork serve` runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// HTTP listen address.
+    pub http: SocketAddr,
+    /// gRPC listen address.
+    pub grpc: SocketAddr,
+    /// The models served, one pool each.
+    pub kernels: Vec<Kernelled>,
+    /// Scheduler, caps, brownout (per pool).
+    pub plan: Plan,
+    /// The FPGA workers.
+    pub board: Board,
+    /// The bearer token, if inference and metadata need one.
+    pub token: Option<String>,
+    /// Health and metrics without the token.
+    pub open_health: bool,
+    /// Request limits.
+    pub limits: Limits,
+    /// How long a drain lets requests in flight finish.
+    pub grace: Duration,
+    /// A board kernel running longer than this is abandoned and its request re-run on a CPU.
+    pub kernel_timeout: Duration,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A listen address is taken or not ours.
+    #[error(
+        "cannot listen on {addr}: {source}\n  fix: pick another address (--http / --grpc) or stop what holds it"
+    )]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The OS refused a thread or the async runtime.
+    #[error("cannot start the server: {0}")]
+    Io(#[from] std::io::Error),
+    /// A pool did not answer its probe.
+    #[error("the {model} pool did not answer its start-up probe: {why}")]
+    Probe {
+        /// The model.
+        model: &'static str,
+        /// Why.
+        why: String,
+    },
+}
+
+/// A running server.
+pub struct Running {
+    /// Where HTTP listens.
+    pub http: SocketAddr,
+    /// Where gRPC listens.
+    pub grpc: SocketAddr,
+    /// The server's state.
+    pub server: Arc<Server>,
+    listeners: listen::Listeners,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Starts the server: pools, a probe through each (readiness), then both listeners.
+pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let clock = Clock::start();
+    let mut pools = Vec::new();
+    for k in &cfg.kernels {
+        let run = RunConfig {
+            board: cfg.board.clone(),
+            grace: cfg.grace,
+            kernel_timeout: cfg.kernel_timeout,
+            ..RunConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration, Vec::new(), 0)
+        };
+        pools.push((k.image.kernel, Pool::start(run, clock.clone())?));
+    }
+    let probes: Vec<(Kernel, Arc<Work>)> =
+        cfg.kernels.iter().map(|k| (k.image.kernel, probe(&k.image))).collect();
+    let server = Arc::new(Server::new(pools, cfg.token.clone(), cfg.open_health, cfg.limits));
+    rt.block_on(async {
+        for (kernel, work) in probes {
+            server
+                .probe(kernel, work)
+                .await
+                .map_err(|why| StartError::Probe { model: kernel.name(), why })?;
+        }
+        Ok::<(), StartError>(())
+    })?;
+    let listeners = rt.block_on(listen::start(server.clone(), cfg.http, cfg.grpc))?;
+    server.set_ready();
+    Ok(Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt })
+}
+
+/// A small request of `image`'s kernel: a pool that answers it has a CPU worker that can serve.
+fn probe(image: &KernelImage) -> Arc<Work> {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
+    Arc::new(image.work(1_024, 0, &mut rng))
+}
+
+impl Running {
+    /// Blocks until SIGTERM or SIGINT.
+    pub fn wait_for_signal(&self) -> std::io::Result<()> {
+        self.rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let mut term = signal(SignalKind::terminate())?;
+            let mut int = signal(SignalKind::interrupt())?;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            Ok(())
+        })
+    }
+
+    /// Drains: readiness false, new requests refused (503 / UNAVAILABLE), those in flight finish
+    /// within the grace period and the rest are refused; the listeners close once every response
+    /// is out. Returns each pool's report.
+    pub fn drain(self) -> Vec<(&'static str, Option<RunReport>)> {
+        let Running { server, listeners, rt, .. } = self;
+        server.drain();
+        rt.block_on(listeners.shut_down());
+        drop(rt);
+        match Arc::try_unwrap(server) {
+            Ok(s) => s.join(),
+            Err(_) => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! The served models, one per kernel: their tensors (names, datatypes, shapes) and how a request's
+//! tensors become a kernel's inputs and its answer becomes tensors again.
+//!
+//! - `sobel`: `image` UINT8 [H, W] (3 <= H, 3 <= W <= 256) -> `magnitudes` UINT8 [H-2, W-2];
+//! - `bloom`: `documents` UINT32 [D, T] (term hashes), optional `profile` UINT32 [1] (0: the loaded
+//!   profile) -> `scores` UINT16 [D];
+//! - `dense`: `vectors` INT16 [N, 64] -> `activations` INT16 [N, 8].
+//!
+//! Each has an optional second input, the brownout optional part (`refinement`, `more_documents`,
+//! `more_vectors`), answered in a second output (`refinement_magnitudes`, `more_scores`,
+//! `more_activations`) when the brownout gate let it run.
+
+use spork_golden::Kernel;
+use spork_golden::dense::{MAX_INPUTS, NEURONS};
+use spork_golden::sobel::MAX_WIDTH;
+
+use super::error::ServeError;
+use super::tensor::{DataType, Tensor};
+use crate::runtime::work::{Answer, Output, Payload, Work};
+
+/// One tensor of a model's signature; -1 is a variable dimension.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorSpec {
+    /// Name.
+    pub name: &'static str,
+    /// Element type.
+    pub datatype: DataType,
+    /// Shape.
+    pub shape: &'static [i64],
+}
+
+/// A served model.
+#[derive(Clone, Copy, Debug)]
+pub struct Model {
+    /// The kernel it runs.
+    pub kernel: Kernel,
+    /// Required input, optional inputs (the last is the brownout optional part).
+    pub inputs: &'static [TensorSpec],
+    /// Output, then the optional part's output.
+    pub outputs: &'static [TensorSpec],
+}
+
+/// The version every model serves.
+pub const VERSION: &str = "1";
+
+const fn spec(name: &'static str, datatype: DataType, shape: &'static [i64]) -> TensorSpec {
+    TensorSpec { name, datatype, shape }
+}
+
+const SOBEL: Model = Model {
+    kernel: Kernel::Sobel,
+    inputs: &[spec("image", DataType::Uint8, &[-1, -1]), spec("refinement", DataType::Uint8, &[-1, -1])],
+    outputs: &[
+        spec("magnitudes", DataType::Uint8, &[-1, -1]),
+        spec("refinement_magnitudes", DataType::Uint8, &[-1, -1]),
+    ],
+};
+const BLOOM: Model = Model {
+    kernel: Kernel::Bloom,
+    inputs: &[
+        spec("documents", DataType::Uint32, &[-1, -1]),
+        spec("profile", DataType::Uint32, &[1]),
+        spec("more_documents", DataType::Uint32, &[-1, -1]),
+    ],
+    outputs: &[spec("scores", DataType::Uint16, &[-1]), spec("more_scores", DataType::Uint16, &[-1])],
+};
+const DENSE: Model = Model {
+    kernel: Kernel::Dense,
+    inputs: &[spec("vectors", DataType::Int16, &[-1, 64]), spec("more_vectors", DataType::Int16, &[-1, 64])],
+    outputs: &[
+        spec("activations", DataType::Int16, &[-1, NEURONS as i64]),
+        spec("more_activations", DataType::Int16, &[-1, NEURONS as i64]),
+    ],
+};
+
+impl Model {
+    /// The model serving `kernel`.
+    pub fn of(kernel: Kernel) -> Model {
+        match kernel {
+            Kernel::Sobel => SOBEL,
+            Kernel::Bloom => BLOOM,
+            Kernel::Dense => DENSE,
+        }
+    }
+
+    /// Its name: the kernel's.
+    pub fn name(&self) -> &'static str {
+        self.kernel.name()
+    }
+
+    /// A request's tensors as the kernel's inputs, every name, datatype and shape checked.
+    pub fn decode(&self, tensors: &[Tensor]) -> Result<Work, ServeError> {
+        if let Some(t) = tensors.iter().find(|t| !self.inputs.iter().any(|s| s.name == t.name)) {
+            return Err(self.bad(format!("has no input '{}'", cut(&t.name))));
+        }
+        let find = |i: usize| self.input(tensors, self.inputs[i]);
+        let parts = self.inputs.len();
+        let mandatory = self
+            .payload(find(0)?.ok_or_else(|| self.bad(format!("needs input '{}'", self.inputs[0].name)))?)?;
+        if self.kernel == Kernel::Bloom
+            && let Some(p) = find(1)?
+            && p.values() != [0]
+        {
+            return Err(self.bad("serves profile 0 only (the profile loaded on its boards)".into()));
+        }
+        let optional = find(parts - 1)?.map(|t| self.payload(t)).transpose()?;
+        Ok(Work { mandatory, optional })
+    }
+
+    /// The answer's tensors: the mandatory output, and the optional part's if it ran.
+    pub fn encode(&self, answer: &Answer, work: &Work) -> Vec<Tensor> {
+        let mut out = vec![self.output(self.outputs[0].name, &answer.mandatory, &work.mandatory)];
+        if let (Some(o), Some(p)) = (&answer.optional, &work.optional) {
+            out.push(self.output(self.outputs[1].name, o, p));
+        }
+        out
+    }
+
+    fn input<'t>(&self, tensors: &'t [Tensor], spec: TensorSpec) -> Result<Option<&'t Tensor>, ServeError> {
+        let mut named = tensors.iter().filter(|t| t.name == spec.name);
+        let (Some(t), None) = (named.next(), named.next()) else {
+            return match tensors.iter().filter(|t| t.name == spec.name).count() {
+                0 => Ok(None),
+                _ => Err(self.bad(format!("input '{}' is given twice", spec.name))),
+            };
+        };
+        if t.datatype != spec.datatype {
+            return Err(self.bad(format!(
+                "input '{}' must be {}, not {}",
+                spec.name,
+                spec.datatype.name(),
+                t.datatype.name()
+            )));
+        }
+        let fits = t.shape.len() == spec.shape.len()
+            && t.shape.iter().zip(spec.shape).all(|(&d, &s)| s < 0 || d as i64 == s);
+        if !fits {
+            return Err(self
+                .bad(format!("input '{}' must have shape {:?}, not {:?}", spec.name, spec.shape, t.shape)));
+        }
+        Ok(Some(t))
+    }
+
+    /// A checked input tensor as a kernel payload.
+    fn payload(&self, t: &Tensor) -> Result<Payload, ServeError> {
+        let (rows, cols) = (t.shape[0] as usize, t.shape[1] as usize);
+        match self.kernel {
+            Kernel::Sobel => {
+                if rows < 3 || !(3..=MAX_WIDTH).contains(&cols) {
+                    return Err(self.bad(format!(
+                        "input '{}' must be at least 3 x 3 and at most {MAX_WIDTH} wide, not {rows} x {cols}",
+                        t.name
+                    )));
+                }
+                Ok(Payload::Image { pixels: t.data.clone(), width: cols })
+            }
+            Kernel::Bloom => {
+                if rows == 0 || cols == 0 {
+                    return Err(self.bad(format!("input '{}' has no terms", t.name)));
+                }
+                let terms: Vec<u32> =
+                    t.data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                Ok(Payload::Documents(terms.chunks(cols).map(<[u32]>::to_vec).collect()))
+            }
+            Kernel::Dense => {
+                if rows == 0 || cols != MAX_INPUTS {
+                    return Err(
+                        self.bad(format!("input '{}' needs at least one vector of {MAX_INPUTS}", t.name))
+                    );
+                }
+                let xs: Vec<i16> = t.data.chunks_exact(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+                Ok(Payload::Vectors(xs.chunks(cols).map(<[i16]>::to_vec).collect()))
+            }
+        }
+    }
+
+    fn output(&self, name: &str, out: &Output, input: &Payload) -> Tensor {
+        let (shape, data): (Vec<u64>, Vec<u8>) = match (out, input) {
+            (Output::Magnitudes(m), Payload::Image { pixels, width }) => {
+                let h = (pixels.len() / width) as u64;
+                (vec![h - 2, *width as u64 - 2], m.clone())
+            }
+            (Output::Scores(s), _) => {
+                (vec![s.len() as u64], s.iter().flat_map(|v| v.to_le_bytes()).collect())
+            }
+            (Output::Activations(a), _) => (
+                vec![a.len() as u64, NEURONS as u64],
+                a.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
+            ),
+            (Output::Magnitudes(m), _) => (vec![m.len() as u64], m.clone()),
+        };
+        let spec = self.outputs.iter().find(|s| s.name == name).copied().unwrap_or(self.outputs[0]);
+        Tensor { name: name.to_string(), datatype: spec.datatype, shape, data }
+    }
+
+    fn bad(&self, what: String) -> ServeError {
+        ServeError::BadRequest(format!("model '{}' {what}", self.name()))
+    }
+}
+
+/// A client's name, cut to 80 characters for an error message.
+fn cut(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::work::KernelImage;
+
+    fn image(h: usize, w: usize) -> Tensor {
+        let data: Vec<u8> = (0..h * w).map(|i| (i * 7 % 251) as u8).collect();
+        Tensor::new("image", "UINT8", &[h as i64, w as i64], data).unwrap()
+    }
+
+    #[test]
+    fn a_sobel_request_round_trips_through_the_reference() {
+        let m = Model::of(Kernel::Sobel);
+        let work = m.decode(&[image(5, 7)]).unwrap();
+        let k = KernelImage::new(Kernel::Sobel, 1);
+        let answer = k.answer(&work, false).unwrap();
+        let out = m.encode(&answer, &work);
+        assert_eq!((out.len(), out[0].name.as_str(), out[0].shape.clone()), (1, "magnitudes", vec![3, 5]));
+        assert_eq!(out[0].data.len(), 15);
+    }
+
+    #[test]
+    fn wrong_names_types_and_shapes_are_named() {
+        let m = Model::of(Kernel::Dense);
+        let wrong_type = Tensor::new("vectors", "UINT8", &[1, 64], vec![0; 64]).unwrap();
+        assert!(m.decode(&[wrong_type]).unwrap_err().to_string().contains("must be INT16"));
+        let wrong_shape = Tensor::new("vectors", "INT16", &[2, 63], vec![0; 252]).unwrap();
+        assert!(m.decode(&[wrong_shape]).unwrap_err().to_string().contains("shape"));
+        let unknown = Tensor::new("pixels", "INT16", &[1, 64], vec![0; 128]).unwrap();
+        assert!(m.decode(&[unknown]).unwrap_err().to_string().contains("no input 'pixels'"));
+        assert!(m.decode(&[]).unwrap_err().to_string().contains("needs input 'vectors'"));
+        let wide = Tensor::new("image", "UINT8", &[3, 300], vec![0; 900]).unwrap();
+        assert!(Model::of(Kernel::Sobel).decode(&[wide]).unwrap_err().to_string().contains("256"));
+    }
+
+    #[test]
+    fn bloom_serves_the_loaded_profile_only() {
+        let m = Model::of(Kernel::Bloom);
+        let docs = Tensor::from_values("documents", "UINT32", &[2, 2], &[1, 2, 3, 4]).unwrap();
+        let p1 = Tensor::from_values("profile", "UINT32", &[1], &[1]).unwrap();
+        assert!(m.decode(&[docs.clone(), p1]).unwrap_err().to_string().contains("profile 0"));
+        let p0 = Tensor::from_values("profile", "UINT32", &[1], &[0]).unwrap();
+        assert!(matches!(m.decode(&[docs, p0]).unwrap().mandatory, Payload::Documents(d) if d.len() == 2));
+    }
+}
