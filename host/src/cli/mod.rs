@@ -14,6 +14,7 @@ mod bench;
 mod brownout;
 mod devices;
 mod hdl;
+mod live_trace;
 mod optimal;
 mod platform_args;
 mod pool_args;

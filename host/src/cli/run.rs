@@ -11,13 +11,13 @@ use serde::Serialize;
 use spork::bitstream::{Manifest, Target, manifest_path};
 use spork::engine::Plan;
 use spork::model::time::to_secs;
-use spork::model::{Platform, Request, Time};
+use spork::model::{Platform, Time};
 use spork::policy::Scheduler;
 use spork::runtime::work::KernelImage;
 use spork::runtime::{Board, Calibration, Fault, FaultPlan, RunConfig, RunReport};
-use spork::trace::{SizeSpec, file};
 use spork_golden::Kernel;
 
+use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
 use super::simulate::parse_schedulers;
@@ -31,28 +31,8 @@ pub struct Args {
     /// Kernel every request runs: sobel, bloom or dense.
     #[arg(long, default_value = "sobel", value_parser = parse_kernel)]
     kernel: Kernel,
-    /// Replay this trace file (from `spork trace gen`) in real time instead of generating one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["duration", "rate", "burstiness", "size", "seed", "optional_factor"])]
-    trace: Option<PathBuf>,
-    /// Generated trace: length.
-    #[arg(long, default_value = "30s", value_parser = super::parse_duration)]
-    duration: u64,
-    /// Generated trace: mean requests per second.
-    #[arg(long, default_value_t = 200.0)]
-    rate: f64,
-    /// Generated trace: b-model bias (0.5 uniform, 0.75 very bursty); the rate changes every second.
-    #[arg(long, default_value_t = 0.65)]
-    burstiness: f64,
-    /// Generated trace: CPU time of one request (its input is sized to take this on this machine).
-    #[arg(long, default_value = "1ms")]
-    size: SizeSpec,
-    /// Generated trace: each request also carries an optional part this many times its size (more
-    /// input for the same kernel), which brownout may skip.
-    #[arg(long, default_value_t = 0.0)]
-    optional_factor: f64,
-    /// Seed of the trace and the request data.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    #[command(flatten)]
+    workload: LiveTrace,
     /// Platform: power, price and spin-up delays (the FPGA speedup is measured, not taken from here).
     #[command(flatten)]
     platform: PlatformArgs,
@@ -146,68 +126,6 @@ struct Output<'a> {
     runs: &'a [RunReport],
 }
 
-/// The most requests one live run replays (each is real work on this machine's threads).
-const MAX_LIVE_REQUESTS: f64 = 2e6;
-
-/// The trace as requests: a file replays as written; a generated trace runs a b-model whose rate
-/// changes every second (a minute-bucket trace compressed 60x in time).
-fn requests(args: &Args) -> anyhow::Result<(Vec<Request>, Time)> {
-    if let Some(path) = &args.trace {
-        let t = file::read(path)?;
-        let secs = to_secs(t.duration);
-        if secs > 3600.0 {
-            bail!(
-                "{} lasts {secs:.0} s: a live run replays in real time; cut it to at most 1 h",
-                path.display()
-            );
-        }
-        let expected = t.expected_requests();
-        if expected.is_nan() || expected > MAX_LIVE_REQUESTS {
-            bail!(
-                "{} holds about {:.3e} requests, beyond the {MAX_LIVE_REQUESTS:e} a live run replays",
-                path.display(),
-                t.expected_requests()
-            );
-        }
-        let reqs: Vec<Request> = t.requests().collect();
-        if reqs.is_empty() {
-            bail!("{} yields no requests: nothing to run", path.display());
-        }
-        return Ok((reqs, t.duration));
-    }
-    if !(args.rate.is_finite() && args.rate > 0.0) {
-        bail!("--rate {} must be a positive number of requests per second", args.rate);
-    }
-    if args.rate * to_secs(args.duration) > MAX_LIVE_REQUESTS {
-        bail!(
-            "--rate {} for {} s is {:.3e} requests, beyond the {MAX_LIVE_REQUESTS:e} a live run replays\n  \
-             fix: a lower --rate or a shorter --duration",
-            spork::model::platform::show(args.rate),
-            to_secs(args.duration),
-            args.rate * to_secs(args.duration)
-        );
-    }
-    let SizeSpec::Fixed(size) = args.size else {
-        bail!(
-            "--size must be a duration for the live runtime (e.g. 1ms): requests are sized to take it here"
-        );
-    };
-    let secs = to_secs(args.duration);
-    if !(1.0..=3600.0).contains(&secs) {
-        bail!("--duration must be between 1 s and 1 h for a live run");
-    }
-    let reqs = spork::runtime::trace::bursty(
-        args.duration,
-        args.rate,
-        args.burstiness,
-        size,
-        args.optional_factor,
-        args.seed,
-    )
-    .context("cannot generate the trace")?;
-    Ok((reqs, args.duration))
-}
-
 /// Runs `spork run`.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let schedulers: Vec<Scheduler> = parse_schedulers(&args.scheduler)?;
@@ -221,19 +139,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     // The board first: its pre-flight errors are what a user must fix before anything else.
     let board = board(&args)?;
-    let image = Arc::new(KernelImage::new(args.kernel, args.seed));
+    let image = Arc::new(KernelImage::new(args.kernel, args.workload.seed));
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
     platform.validate().context("the measured platform is not valid")?;
-    let (reqs, horizon) = requests(&args)?;
+    let (reqs, horizon) = args.workload.requests()?;
     let kernel_timeout = Duration::from_nanos(args.kernel_timeout);
     let faults = FaultPlan::new(args.inject_fault.clone(), kernel_timeout);
     if !args.json {
         print_calibration(&args, &calibration, &platform, reqs.len(), horizon);
     }
     let has_optional = reqs.iter().any(|r| r.optional > 0);
-    let base = |s| Plan { seed: args.seed, ..Plan::new(s) };
+    let base = |s| Plan { seed: args.workload.seed, ..Plan::new(s) };
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut runs = Vec::new();
