@@ -9,6 +9,7 @@
 //! - [`evaluate`]: the engine in virtual time (the discrete-event evaluator) and the paper's metrics.
 //! - [`config`]: platform profiles from TOML.
 //! - [`runtime`]: the engine in wall time on CPU threads, the simulated board and real boards.
+//! - [`load`]: `spork load`, an open-loop load generator for a server (HTTP or gRPC).
 //! - [`serve`]: the engine behind the Open Inference Protocol (HTTP and gRPC): `spork serve`.
 //! - [`optimal`]: the MILP optimum of section 3; [`reproduce`]: every experiment of the paper.
 //! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
@@ -23,6 +24,7 @@ pub mod evaluate;
 #[cfg(feature = "f1")]
 pub mod f1;
 pub mod input;
+pub mod load;
 pub mod model;
 pub mod optimal;
 pub mod policy;

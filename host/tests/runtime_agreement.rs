@@ -3,7 +3,7 @@
 //!
 //! Schedulers are chosen where each check bites: SporkE and SporkE-ideal (the oracle) place work on
 //! FPGAs and spin boards up (share and spin-ups), on the emulated board, which keeps its own timeline
-//! in wall time; and one overloaded, slow simulated board under FPGA-dynamic, where bounded admission
+//! in wall time; and one overloaded, slow emulated board under FPGA-dynamic, where bounded admission
 //! rejects what would queue into a miss, live and predicted alike (board latency is on the board's own
 //! timeline, so the live figures are the policy's, not this machine's noise). Tolerances, for real
 //! threads on a shared 2-core machine: the share of requests on FPGAs within 10 percentage points,
@@ -99,8 +99,8 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
 
 #[test]
 fn an_overloaded_board_rejects_as_predicted() {
-    // One board at 9 MHz, about 30x slower than the CPU reference, so that Verilator keeps pace with
-    // the board's own timeline; deadlines of 100x the CPU size leave room for queueing. 0.1 ms
+    // One emulated board at 9 MHz, about 30x slower than the CPU reference (the emulation keeps the
+    // board's timeline exactly; the Verilated board's own lag is the hardening tests' subject); deadlines of 100x the CPU size leave room for queueing. 0.1 ms
     // requests at the rate that loads the one board 1.5x on average (from this machine's measured
     // speed): the queue, and the misses, are the policy's.
     let image = KernelImage::new(Kernel::Sobel, 9);
@@ -113,7 +113,7 @@ fn an_overloaded_board_rejects_as_predicted() {
     let requests =
         spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
     let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
-    let r = live(platform, plan, c, Board::Sim, &requests, seconds);
+    let r = live(platform, plan, c, Board::Model, &requests, seconds);
     agree("fpga-dynamic on one board", &r, requests.len());
     let model = r.evaluator.expect("prediction");
     // Bounded admission turns the queue's would-be misses into rejections, live and predicted alike.

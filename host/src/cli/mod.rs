@@ -12,9 +12,11 @@ macro_rules! out {
 
 mod bench;
 mod brownout;
+mod demo;
 mod devices;
 mod hdl;
 mod live_trace;
+mod load;
 mod optimal;
 mod platform_args;
 mod pool_args;
@@ -38,6 +40,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The end-to-end demo: `spork serve` on the emulated board driven by `spork load` over loopback,
+    /// SporkE then CPU-dynamic.
+    Demo(demo::Args),
     /// Evaluate schedulers on a trace in virtual time (the paper's discrete-event simulation).
     Simulate(simulate::Args),
     /// Generate or inspect trace files.
@@ -52,6 +57,8 @@ enum Command {
     Run(run::Args),
     /// Serve requests over the Open Inference Protocol (HTTP and gRPC), one Spork pool per model.
     Serve(serve::Args),
+    /// Send a trace to a server, open loop, over HTTP or gRPC; report latency, misses and errors.
+    Load(load::Args),
     /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
@@ -68,6 +75,7 @@ enum Command {
 /// Parses the command line and runs it.
 pub fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Demo(a) => demo::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Trace(c) => trace::run(c),
         Command::Optimal(a) => optimal::run(a),
@@ -76,6 +84,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Load(a) => load::run(a),
         Command::Power(a) => power::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Hdl(c) => hdl::run(c),

@@ -209,6 +209,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         limits,
         grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
         kernel_timeout: Duration::from_secs(10),
+        faults: Default::default(),
     })
 }
 

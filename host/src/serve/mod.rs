@@ -28,7 +28,7 @@ use spork_golden::Kernel;
 use crate::engine::Plan;
 use crate::model::Platform;
 use crate::runtime::work::{KernelImage, Work};
-use crate::runtime::{Board, Calibration, Clock, RunConfig, RunReport};
+use crate::runtime::{Board, Calibration, Clock, FaultPlan, RunConfig, RunReport};
 pub use error::ServeError;
 use pools::Pool;
 pub use server::{Limits, Server};
@@ -102,6 +102,8 @@ pub struct ServeConfig {
     pub grace: Duration,
     /// A board kernel running longer than this is abandoned and its request re-run on a CPU.
     pub kernel_timeout: Duration,
+    /// Injected faults (tests, drills): failed board configurations, stalled kernels.
+    pub faults: FaultPlan,
 }
 
 /// Why the server could not start.
@@ -152,6 +154,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             board: cfg.board.clone(),
             grace: cfg.grace,
             kernel_timeout: cfg.kernel_timeout,
+            faults: cfg.faults.clone(),
             ..RunConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration, Vec::new(), 0)
         };
         pools.push((k.image.kernel, Pool::start(run, clock.clone())?));

@@ -1,0 +1,99 @@
+//! `spork demo`: the real thing end to end on this machine. For SporkE, then CPU-dynamic: start
+//! `spork serve` (the emulated board, so answers are on time), drive it with `spork load` over
+//! loopback HTTP, drain it, and print both sides: what the client measured and what the server did.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use spork::engine::Plan;
+use spork::load::{LoadReport, Protocol};
+use spork::policy::Scheduler;
+use spork::runtime::{Board, RunReport};
+use spork::serve::{Kernelled, Limits, ServeConfig};
+
+use super::live_trace::LiveTrace;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The model every request runs: sobel, bloom or dense.
+    #[arg(long, default_value = "sobel", value_parser = super::run::parse_kernel)]
+    model: spork_golden::Kernel,
+    #[command(flatten)]
+    workload: LiveTrace,
+    /// Over `http` or `grpc`.
+    #[arg(long, default_value = "http")]
+    protocol: String,
+}
+
+/// Runs `spork demo`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let kernel = Kernelled::measure(args.model, None, None)?;
+    let protocol = if args.protocol == "grpc" { Protocol::Grpc } else { Protocol::Http };
+    let mut results = Vec::new();
+    for scheduler in ["spork-e", "cpu-dynamic"] {
+        let s: Scheduler = scheduler.parse()?;
+        eprintln!(
+            "{scheduler}: starting spork serve (model board) and sending the trace over {protocol:?} ..."
+        );
+        results.push((s, one(&args, &kernel, s, protocol)?));
+    }
+    let names: Vec<String> = results.iter().map(|(s, _)| s.to_string()).collect();
+    let loads: Vec<(&str, &LoadReport)> =
+        names.iter().zip(&results).map(|(n, (_, (l, _)))| (n.as_str(), l)).collect();
+    out!("What the client measured (spork load):\n{}", super::load::table(&loads));
+    out!("What the server did (spork serve):");
+    for (s, (_, server)) in &results {
+        let Some(r) = server else { continue };
+        let energy: f64 = r.energy_j.cpu + r.energy_j.fpga;
+        out!(
+            "  {s}: {} answered ({:.1}% on FPGAs), {} rejected, {} FPGA reconfigurations, {} CPU spin-ups, \
+             modelled energy {energy:.0} J ({:.3} J per request)",
+            r.answered,
+            100.0 * r.fpga_share,
+            r.rejected,
+            r.fpga_spin_ups,
+            r.cpu_spin_ups,
+            energy / r.answered.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+fn one(
+    args: &Args,
+    kernel: &Kernelled,
+    s: Scheduler,
+    protocol: Protocol,
+) -> anyhow::Result<(LoadReport, Option<RunReport>)> {
+    let cfg = ServeConfig {
+        http: "127.0.0.1:0".parse()?,
+        grpc: "127.0.0.1:0".parse()?,
+        kernels: vec![kernel.clone()],
+        plan: Plan { seed: args.workload.seed, ..Plan::new(s) },
+        board: Board::Model,
+        token: None,
+        open_health: true,
+        limits: Limits::default(),
+        grace: Duration::from_secs(5),
+        kernel_timeout: Duration::from_secs(10),
+        faults: Default::default(),
+    };
+    let running = spork::serve::start(cfg).context("starting the server")?;
+    let (requests, _) = args.workload.requests()?;
+    let load = spork::load::LoadConfig {
+        target: if protocol == Protocol::Grpc { running.grpc } else { running.http },
+        protocol,
+        image: kernel.image.clone(),
+        requests,
+        items_per_sec: kernel.calibration.items_per_sec,
+        deadline_ms: None,
+        token: None,
+        max_in_flight: 512,
+        timeout: Duration::from_secs(10),
+        seed: args.workload.seed,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let report = rt.block_on(spork::load::run(load)).context("the load run")?;
+    let server = running.drain().into_iter().next().and_then(|(_, r)| r);
+    Ok((report, server))
+}

@@ -1,0 +1,145 @@
+//! `spork load`: send a trace to a server, open loop, over HTTP or gRPC, and report what came back.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use spork::load::{LoadConfig, LoadReport, Protocol};
+use spork::runtime::work::KernelImage;
+use spork_golden::Kernel;
+
+use super::live_trace::LiveTrace;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The server (loopback or a private address) [default: 127.0.0.1:8000, or :8001 for gRPC].
+    #[arg(long, value_name = "ADDR")]
+    target: Option<SocketAddr>,
+    /// `http` (binary tensors) or `grpc`.
+    #[arg(long, default_value = "http", value_parser = parse_protocol)]
+    protocol: Protocol,
+    /// The model every request runs: sobel, bloom or dense.
+    #[arg(long, default_value = "sobel", value_parser = super::run::parse_kernel)]
+    model: Kernel,
+    #[command(flatten)]
+    workload: LiveTrace,
+    /// `deadline_ms` sent with each request [default: the server's, its deadline factor times the
+    /// estimated size].
+    #[arg(long, value_name = "MS")]
+    deadline_ms: Option<f64>,
+    /// A file holding the server's bearer token.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Most requests in flight; beyond, a request waits, its wait counted in its latency.
+    #[arg(long, default_value_t = 512)]
+    max_in_flight: usize,
+    /// A request unanswered after this counts as a timeout.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    timeout: Duration,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "http" => Ok(Protocol::Http),
+        "grpc" => Ok(Protocol::Grpc),
+        _ => Err(format!("unknown protocol '{s}': use http or grpc")),
+    }
+}
+
+/// The load run's settings; `target` is where the server listens.
+pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
+    if !(1..=100_000).contains(&args.max_in_flight) {
+        bail!("--max-in-flight {} must be from 1 to 100000", args.max_in_flight);
+    }
+    if let Some(d) = args.deadline_ms
+        && !(d.is_finite() && d > 0.0)
+    {
+        bail!("--deadline-ms {d} must be a positive number of milliseconds");
+    }
+    let (requests, _) = args.workload.requests()?;
+    // The server's image (seed 0): bloom documents draw terms from its profile.
+    let image = Arc::new(KernelImage::new(args.model, 0));
+    let items_per_sec = image.calibrate(200_000);
+    let default_port = if args.protocol == Protocol::Grpc { 8001 } else { 8000 };
+    let token = match &args.token_file {
+        Some(p) => Some(spork::input::InputError::read(p)?.lines().next().unwrap_or("").trim().to_string()),
+        None => None,
+    };
+    Ok(LoadConfig {
+        target: args.target.unwrap_or(SocketAddr::from(([127, 0, 0, 1], default_port))),
+        protocol: args.protocol,
+        image,
+        requests,
+        items_per_sec,
+        deadline_ms: args.deadline_ms,
+        token,
+        max_in_flight: args.max_in_flight,
+        timeout: args.timeout,
+        seed: args.workload.seed,
+    })
+}
+
+/// Runs `spork load`.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let cfg = config(&args)?;
+    if !args.json {
+        eprintln!(
+            "sending {} {} requests to {} over {:?} (open loop, latency from each request's intended send time) ...",
+            cfg.requests.len(),
+            args.model,
+            cfg.target,
+            cfg.protocol
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let report = rt.block_on(spork::load::run(cfg)).context("the load run")?;
+    if args.json {
+        out!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        out!("{}", table(&[("", &report)]));
+    }
+    Ok(())
+}
+
+/// Load reports side by side, one column each.
+pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    let mut header = vec!["".to_string()];
+    header.extend(runs.iter().map(|(n, _)| n.to_string()));
+    t.set_header(header);
+    let row = |name: &str, f: &dyn Fn(&LoadReport) -> String| {
+        let mut v = vec![name.to_string()];
+        v.extend(runs.iter().map(|(_, r)| f(r)));
+        v
+    };
+    t.add_row(row("sent / answered", &|r| format!("{} / {}", r.sent, r.ok)));
+    t.add_row(row("answered on CPU / FPGA", &|r| {
+        let k = |n: &str| r.by_kind.get(n).copied().unwrap_or(0);
+        format!("{} / {}", k("cpu"), k("fpga"))
+    }));
+    t.add_row(row("errors", &|r| {
+        if r.errors.is_empty() {
+            "none".into()
+        } else {
+            r.errors.iter().map(|(e, n)| format!("{e}: {n}")).collect::<Vec<_>>().join(", ")
+        }
+    }));
+    t.add_row(row("deadline misses", &|r| {
+        format!("{} ({:.2}%)", r.missed, 100.0 * r.missed as f64 / r.ok.max(1) as f64)
+    }));
+    t.add_row(row("latency p50 / p95 / p99 / p99.9 (ms)", &|r| {
+        let p = |q| r.percentile_ms(q);
+        format!("{:.2} / {:.2} / {:.2} / {:.2}", p(0.5), p(0.95), p(0.99), p(0.999))
+    }));
+    t.add_row(row("throughput (answers/s), offered (req/s)", &|r| {
+        format!("{:.1}, {:.1}", r.throughput, r.offered_rate)
+    }));
+    t
+}

@@ -1,0 +1,67 @@
+//! A request's inputs as the protocol's tensors: the first input of the model (`image`, `documents`,
+//! `vectors`) as raw little-endian bytes, for the HTTP binary extension and gRPC raw contents alike.
+
+use crate::runtime::work::Payload;
+
+/// One input tensor on the wire.
+#[derive(Clone, Debug)]
+pub struct WireTensor {
+    /// Its name.
+    pub name: &'static str,
+    /// Its datatype.
+    pub datatype: &'static str,
+    /// Its shape.
+    pub shape: Vec<i64>,
+    /// Row-major little-endian bytes.
+    pub data: Vec<u8>,
+}
+
+/// `payload` as its model's first input.
+pub fn tensor(payload: &Payload) -> WireTensor {
+    match payload {
+        Payload::Image { pixels, width } => WireTensor {
+            name: "image",
+            datatype: "UINT8",
+            shape: vec![(pixels.len() / width) as i64, *width as i64],
+            data: pixels.clone(),
+        },
+        Payload::Documents(d) => {
+            // Rows of one length: documents are cut to the shortest (the generator makes them equal).
+            let t = d.iter().map(Vec::len).min().unwrap_or(0);
+            WireTensor {
+                name: "documents",
+                datatype: "UINT32",
+                shape: vec![d.len() as i64, t as i64],
+                data: d.iter().flat_map(|doc| doc[..t].iter().flat_map(|v| v.to_le_bytes())).collect(),
+            }
+        }
+        Payload::Vectors(x) => WireTensor {
+            name: "vectors",
+            datatype: "INT16",
+            shape: vec![x.len() as i64, x.first().map_or(0, Vec::len) as i64],
+            data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
+        },
+    }
+}
+
+/// The HTTP body: the JSON header, then the tensor's bytes (the binary tensor data extension);
+/// returns the body and the JSON part's length.
+pub fn http_body(t: &WireTensor, deadline_ms: Option<f64>) -> (Vec<u8>, usize) {
+    let mut params = serde_json::json!({ "binary_data_output": true });
+    if let Some(d) = deadline_ms {
+        params["deadline_ms"] = serde_json::json!(d);
+    }
+    let head = serde_json::json!({
+        "inputs": [{
+            "name": t.name,
+            "datatype": t.datatype,
+            "shape": t.shape,
+            "parameters": { "binary_data_size": t.data.len() },
+        }],
+        "parameters": params,
+    });
+    let mut body = serde_json::to_vec(&head).unwrap_or_default();
+    let len = body.len();
+    body.extend_from_slice(&t.data);
+    (body, len)
+}

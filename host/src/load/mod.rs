@@ -1,0 +1,131 @@
+//! `spork load`: an open-loop load generator for a Spork server (or any Open Inference Protocol
+//! server), over HTTP or gRPC. Requests go out at their trace's times whatever the server does, with
+//! many in flight; each latency is measured from the request's intended send time, so a slow server
+//! cannot hide its queueing (no coordinated omission). Bounded in count (the trace) and time (a
+//! per-request timeout and an end-of-run limit); only loopback and private addresses are targets.
+
+pub mod body;
+mod client;
+pub mod report;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Mutex, Semaphore};
+
+use crate::model::Request;
+use crate::model::time::to_secs;
+use crate::runtime::work::KernelImage;
+pub use client::Protocol;
+use client::{Client, Outcome};
+pub use report::LoadReport;
+
+/// What to send, where, how.
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    /// The server.
+    pub target: SocketAddr,
+    /// HTTP or gRPC.
+    pub protocol: Protocol,
+    /// The model's kernel (its name is the model's).
+    pub image: Arc<KernelImage>,
+    /// Arrival times and sizes (CPU time on this machine).
+    pub requests: Vec<Request>,
+    /// The CPU reference's speed here: a request's size becomes its items.
+    pub items_per_sec: f64,
+    /// `deadline_ms` sent with each request (`None`: the server's default).
+    pub deadline_ms: Option<f64>,
+    /// Bearer token.
+    pub token: Option<String>,
+    /// Most requests in flight; beyond, a request waits (and its wait counts in its latency).
+    pub max_in_flight: usize,
+    /// A request unanswered after this is counted as a timeout.
+    pub timeout: Duration,
+    /// Seed of the request data.
+    pub seed: u64,
+}
+
+/// Why a load run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Not a loopback or private address.
+    #[error(
+        "{0} is not a loopback or private address: spork load only targets this machine or its own test hosts"
+    )]
+    Target(SocketAddr),
+    /// Nothing to send.
+    #[error("the trace holds no requests")]
+    Empty,
+    /// The client could not be set up.
+    #[error("cannot reach {target}: {why}")]
+    Connect {
+        /// The server.
+        target: SocketAddr,
+        /// Why.
+        why: String,
+    },
+}
+
+/// Whether `addr` is this machine or a private network's (the project's test hosts).
+pub fn allowed(addr: &SocketAddr) -> bool {
+    match addr.ip() {
+        std::net::IpAddr::V4(ip) => ip.is_loopback() || ip.is_private(),
+        std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.is_unique_local(),
+    }
+}
+
+/// Sends the trace and reports.
+pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
+    if !allowed(&cfg.target) {
+        return Err(LoadError::Target(cfg.target));
+    }
+    if cfg.requests.is_empty() {
+        return Err(LoadError::Empty);
+    }
+    let client = Client::new(cfg.protocol, cfg.target, cfg.token.clone(), cfg.image.kernel.name())
+        .await
+        .map_err(|why| LoadError::Connect { target: cfg.target, why })?;
+    let report = Arc::new(Mutex::new(LoadReport::new()));
+    let slots = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
+    let start = tokio::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, r) in cfg.requests.iter().enumerate() {
+        let intended = start + Duration::from_nanos(r.arrival);
+        tokio::time::sleep_until(intended).await;
+        let Ok(permit) = slots.clone().acquire_owned().await else { break };
+        let (client, report, image) = (client.clone(), report.clone(), cfg.image.clone());
+        let items = (to_secs(r.size) * cfg.items_per_sec).round().max(1.0) as u64;
+        let (seed, deadline, timeout) =
+            (cfg.seed ^ (i as u64).wrapping_mul(0x9e37_79b9), cfg.deadline_ms, cfg.timeout);
+        tasks.spawn(async move {
+            let outcome = send(&client, &image, items, seed, deadline, timeout).await;
+            let latency = intended.elapsed();
+            report.lock().await.record(&outcome, latency, deadline);
+            drop(permit);
+        });
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    let mut report = Arc::try_unwrap(report).map(Mutex::into_inner).unwrap_or_else(|_| LoadReport::new());
+    report.finish(start.elapsed(), to_secs(cfg.requests.last().map_or(0, |r| r.arrival)));
+    Ok(report)
+}
+
+async fn send(
+    client: &Client,
+    image: &KernelImage,
+    items: u64,
+    seed: u64,
+    deadline_ms: Option<f64>,
+    timeout: Duration,
+) -> Outcome {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let t = body::tensor(&image.payload(items, &mut rng));
+    let sent = Instant::now();
+    match tokio::time::timeout(timeout, client.infer(&t, deadline_ms)).await {
+        Ok(o) => o,
+        Err(_) => Outcome::Error(format!("timeout after {:?}", sent.elapsed())),
+    }
+}

@@ -1,0 +1,135 @@
+//! `spork serve` under `spork load` (open loop over loopback HTTP, tens of seconds): with a board
+//! that fails to configure and a kernel that stalls past the timeout, every request the server took
+//! is answered exactly once (what the client counts equals what the server counts); a drain under
+//! load answers or refuses every request in flight, explicitly.
+
+use std::time::Duration;
+
+use spork::engine::Plan;
+use spork::load::{LoadConfig, LoadReport, Protocol};
+use spork::model::time::{from_secs, to_secs};
+use spork::policy::{Objective, Scheduler};
+use spork::runtime::{Board, Fault, FaultPlan, RunReport};
+use spork::serve::{Kernelled, Limits, Running, ServeConfig};
+use spork_golden::Kernel;
+
+/// The start-up probe each pool answers before the server is ready: counted by the pool, not the
+/// client.
+const PROBE: u64 = 1;
+
+/// One server at a time: two on two cores would make each other's CPU workers miss.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
+    let mut k = Kernelled::measure(Kernel::Dense, None, None).expect("calibration");
+    // Boards come within half a second, so the run uses them early.
+    k.platform.fpga.spin_up = from_secs(0.5);
+    let cfg = ServeConfig {
+        http: "127.0.0.1:0".parse().expect("addr"),
+        grpc: "127.0.0.1:0".parse().expect("addr"),
+        kernels: vec![k.clone()],
+        plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
+        board: Board::Model,
+        token: None,
+        open_health: true,
+        limits: Limits::default(),
+        grace: Duration::from_secs(3),
+        kernel_timeout,
+        faults,
+    };
+    (spork::serve::start(cfg).expect("the server starts"), k)
+}
+
+/// `seconds` of bursty load at `rate` requests/s of `size_ms` of CPU time each.
+fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, size_ms: f64) -> LoadConfig {
+    let requests =
+        spork::runtime::trace::bursty(from_secs(seconds), rate, 0.65, from_secs(size_ms / 1e3), 0.0, 9)
+            .expect("trace");
+    LoadConfig {
+        target,
+        protocol: Protocol::Http,
+        image: k.image.clone(),
+        requests,
+        items_per_sec: k.calibration.items_per_sec,
+        deadline_ms: None,
+        token: None,
+        max_in_flight: 512,
+        timeout: Duration::from_secs(30),
+        seed: 9,
+    }
+}
+
+fn send(cfg: LoadConfig) -> LoadReport {
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    rt.block_on(spork::load::run(cfg)).expect("load")
+}
+
+fn pool_report(running: Running) -> RunReport {
+    let mut reports = running.drain();
+    reports.pop().and_then(|(_, r)| r).expect("the pool's report")
+}
+
+#[test]
+fn a_failed_board_and_a_stalled_kernel_lose_no_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let faults =
+        FaultPlan { faults: vec![Fault::Configure(1), Fault::Stall(5)], stall: Duration::from_millis(1500) };
+    let (running, k) = server(faults, Duration::from_secs(1));
+    let report = send(load(running.http, &k, 20.0, 300.0, 0.5));
+    let r = pool_report(running);
+    eprintln!(
+        "client: {}\nserver faults: {:?}",
+        serde_json::to_string(&report).unwrap_or_default(),
+        r.faults
+    );
+    assert_eq!(report.sent, report.ok + report.errors.values().sum::<u64>(), "the client counted each once");
+    assert!(report.errors.keys().all(|e| e == "http 429"), "only admission refusals: {:?}", report.errors);
+    assert_eq!(report.ok + PROBE, r.answered, "each answer the client got is one the server gave, once");
+    assert_eq!(
+        report.errors.get("http 429").copied().unwrap_or(0),
+        r.rejected,
+        "each refusal counted on both sides"
+    );
+    assert_eq!(r.offered, r.answered + r.rejected + r.rejected_at_stop, "the server settled each once");
+    assert!(r.faults.configure_failures >= 1, "the injected configuration failure happened: {:?}", r.faults);
+    assert!(r.faults.kernel_timeouts >= 1, "the stalled kernel timed out: {:?}", r.faults);
+    assert!(
+        r.faults.redispatched >= 1 && r.answered_fpga > 0,
+        "boards served, and a CPU took over: {:?}",
+        r.faults
+    );
+    assert_eq!(r.faults.mismatches, 0);
+}
+
+#[test]
+fn a_drain_under_load_answers_or_refuses_every_request() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (running, k) = server(FaultPlan::default(), Duration::from_secs(10));
+    let cfg = load(running.http, &k, 20.0, 300.0, 0.5);
+    let span = to_secs(cfg.requests.last().map_or(0, |r| r.arrival));
+    let client = std::thread::spawn(move || send(cfg));
+    std::thread::sleep(Duration::from_secs(8));
+    let r = pool_report(running);
+    let report = client.join().expect("the client thread");
+    eprintln!(
+        "client: {report:?}\nserver: answered {} rejected {} at stop {}",
+        r.answered, r.rejected, r.rejected_at_stop
+    );
+    assert!(span > 15.0 && report.ok > 0, "the drain came mid-run");
+    assert_eq!(report.sent, report.ok + report.errors.values().sum::<u64>());
+    assert_eq!(report.ok + PROBE, r.answered, "every answer the server gave reached the client, once");
+    assert_eq!(r.offered, r.answered + r.rejected + r.rejected_at_stop, "the server settled each once");
+    // After the drain: refused (503) while the listener drains, then no listener at all.
+    let unexpected: Vec<&String> = report
+        .errors
+        .keys()
+        .filter(|e| !(*e == "http 503" || *e == "http 429" || e.starts_with("http transport")))
+        .collect();
+    assert!(unexpected.is_empty(), "{:?}", report.errors);
+    assert!(
+        report.errors.keys().any(|e| e == "http 503" || e.starts_with("http transport")),
+        "{:?}",
+        report.errors
+    );
+}
