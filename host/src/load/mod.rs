@@ -5,7 +5,7 @@
 //! per-request timeout and an end-of-run limit); only loopback and private addresses are targets.
 
 pub mod body;
-mod client;
+pub mod client;
 pub mod report;
 
 use std::net::SocketAddr;
@@ -18,7 +18,7 @@ use crate::model::Request;
 use crate::model::time::to_secs;
 use crate::runtime::work::KernelImage;
 pub use client::Protocol;
-use client::{Client, Outcome};
+pub use client::{Client, Outcome};
 pub use report::LoadReport;
 
 /// What to send, where, how.
@@ -73,6 +73,15 @@ pub fn allowed(addr: &SocketAddr) -> bool {
         std::net::IpAddr::V4(ip) => ip.is_loopback() || ip.is_private(),
         std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.is_unique_local(),
     }
+}
+
+/// A client of `model` at `target` (benches, tests).
+pub async fn client_for(
+    protocol: Protocol,
+    target: SocketAddr,
+    model: &'static str,
+) -> Result<Client, String> {
+    Client::new(protocol, target, None, model).await
 }
 
 /// Sends the trace and reports.

@@ -73,6 +73,8 @@ async fn serve_http(listener: TcpListener, server: Arc<Server>, mut stop: watch:
             },
             _ = stop.changed() => break,
         };
+        // Small request/response exchanges: no Nagle delay.
+        let _ = stream.set_nodelay(true);
         // Over the connection limit, a connection is closed at once; its client retries.
         let Ok(permit) = slots.clone().try_acquire_owned() else {
             tracing::warn!(%peer, "connection limit reached: closed");
