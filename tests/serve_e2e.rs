@@ -134,7 +134,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         grpc: "127.0.0.1:0".parse().expect("addr"),
         kernels,
         plan: Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY)),
-        board: Board::Model,
+        board: Board::Model(None),
         token: Some(TOKEN.into()),
         open_health: true,
         limits: Limits { max_body: MAX_BODY, ..Limits::default() },

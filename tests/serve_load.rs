@@ -29,7 +29,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         grpc: "127.0.0.1:0".parse().expect("addr"),
         kernels: vec![k.clone()],
         plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
-        board: Board::Model,
+        board: Board::Model(None),
         token: None,
         open_health: true,
         limits: Limits::default(),

@@ -42,7 +42,7 @@ fn bench(c: &mut Criterion) {
         grpc: "127.0.0.1:0".parse().expect("addr"),
         kernels: vec![kernel.clone()],
         plan: Plan::new(Scheduler::CpuDynamic),
-        board: Board::Model,
+        board: Board::Model(None),
         token: None,
         open_health: true,
         limits: Limits::default(),

@@ -2,12 +2,14 @@
 //! `spork serve` (the emulated board, so answers are on time), drive it with `spork load` over
 //! loopback HTTP, drain it, and print both sides: what the client measured and what the server did.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use spork::engine::Plan;
 use spork::load::{LoadReport, Protocol};
 use spork::policy::Scheduler;
+use spork::runtime::backend::crosscheck::CrossCheck;
 use spork::runtime::{Board, RunReport};
 use spork::serve::{Kernelled, Limits, ServeConfig};
 
@@ -30,12 +32,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let kernel = Kernelled::measure(args.model, None, None)?;
     let protocol = if args.protocol == "grpc" { Protocol::Grpc } else { Protocol::Http };
     let mut results = Vec::new();
+    // Every emulated board answer is also run on the Verilated RTL in the background.
+    let check = Arc::new(CrossCheck::default());
     for scheduler in ["spork-e", "cpu-dynamic"] {
         let s: Scheduler = scheduler.parse()?;
         eprintln!(
             "{scheduler}: starting spork serve (model board) and sending the trace over {protocol:?} ..."
         );
-        results.push((s, one(&args, &kernel, s, protocol)?));
+        results.push((s, one(&args, &kernel, s, protocol, &check)?));
     }
     let names: Vec<String> = results.iter().map(|(s, _)| s.to_string()).collect();
     let loads: Vec<(&str, &LoadReport)> =
@@ -56,6 +60,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             energy / r.answered.max(1) as f64
         );
     }
+    let (checked, mismatches, skipped) = check.counts();
+    out!(
+        "FPGA answers checked on the Verilated RTL in the background: {checked} checked, {mismatches} mismatches, \
+         {skipped} skipped (the simulation is slower than the board it checks; a light run is checked whole)"
+    );
     Ok(())
 }
 
@@ -64,13 +73,14 @@ fn one(
     kernel: &Kernelled,
     s: Scheduler,
     protocol: Protocol,
+    check: &Arc<CrossCheck>,
 ) -> anyhow::Result<(LoadReport, Option<RunReport>)> {
     let cfg = ServeConfig {
         http: "127.0.0.1:0".parse()?,
         grpc: "127.0.0.1:0".parse()?,
         kernels: vec![kernel.clone()],
         plan: Plan { seed: args.workload.seed, ..Plan::new(s) },
-        board: Board::Model,
+        board: Board::Model(Some(check.clone())),
         token: None,
         open_health: true,
         limits: Limits::default(),

@@ -217,7 +217,7 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
 fn board(args: &Args) -> anyhow::Result<Board> {
     match args.board {
         BoardArg::Sim => Ok(Board::Sim),
-        BoardArg::Model => Ok(Board::Model),
+        BoardArg::Model => Ok(Board::Model(None)),
         BoardArg::Alveo => alveo(args),
         BoardArg::F1 => f1(args),
     }

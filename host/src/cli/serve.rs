@@ -166,7 +166,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         );
     }
     let board = match args.board.or(file.board).as_deref().unwrap_or("model") {
-        "model" => Board::Model,
+        "model" => Board::Model(None),
         "sim" => Board::Sim,
         other => bail!("--board '{other}' is not served: use model or sim"),
     };

@@ -47,7 +47,8 @@ impl Effects for LiveFleet<'_> {
         // before (the policy charges it so); only the measured configuration remains.
         let delay = if at == ready_at { Duration::ZERO } else { Duration::from_nanos(ready_at - at) };
         let cfg = self.cfg;
-        let backend = backend::spawn(kind, &cfg.board, &cfg.platform, &cfg.calibration, delay, fail);
+        let backend =
+            backend::spawn(kind, &cfg.board, &cfg.platform, &cfg.calibration, &cfg.image, delay, fail);
         let worker = Worker::spawn(
             slot,
             self.generation,

@@ -5,6 +5,7 @@
 mod alveo;
 mod board;
 mod cpu;
+pub mod crosscheck;
 #[cfg(feature = "f1")]
 mod f1;
 mod model;
@@ -17,7 +18,10 @@ pub use cpu::CpuWorker;
 pub use f1::{F1Config, F1Slot};
 pub use model::ModelBoardSlot;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crosscheck::{Checker, CrossCheck};
 
 use super::calibrate::Calibration;
 use super::work::{KernelImage, Output, Payload};
@@ -28,8 +32,9 @@ use crate::model::{Kind, Platform};
 pub enum Board {
     /// Slots of the simulated board (Verilated RTL).
     Sim,
-    /// Slots of a board emulated in real time: reference answers released on the board's timeline.
-    Model,
+    /// Slots of a board emulated in real time: reference answers released on the board's timeline;
+    /// with a [`CrossCheck`], each answer is also checked on the Verilated RTL in the background.
+    Model(Option<Arc<CrossCheck>>),
     /// An Alveo board over XRT.
     #[cfg(feature = "xrt")]
     Alveo(AlveoConfig),
@@ -43,7 +48,7 @@ impl Board {
     pub fn describe(&self) -> String {
         match self {
             Board::Sim => "sim".into(),
-            Board::Model => "model".into(),
+            Board::Model(_) => "model".into(),
             #[cfg(feature = "xrt")]
             Board::Alveo(c) => format!("alveo {}", c.device),
             #[cfg(feature = "f1")]
@@ -54,7 +59,7 @@ impl Board {
     /// A real board or slot holds one FPGA worker at a time; the simulated and emulated boards any
     /// number.
     pub fn fpga_limit(&self) -> Option<u32> {
-        (!matches!(self, Board::Sim | Board::Model)).then_some(1)
+        (!matches!(self, Board::Sim | Board::Model(_))).then_some(1)
     }
 }
 
@@ -67,6 +72,7 @@ pub fn spawn(
     board: &Board,
     platform: &Platform,
     calibration: &Calibration,
+    image: &KernelImage,
     delay: Duration,
     fail_configure: bool,
 ) -> Box<dyn Backend> {
@@ -76,8 +82,13 @@ pub fn spawn(
         (Kind::Fpga, Board::Sim) => {
             Box::new(SimBoardSlot::new(clock_hz, delay, platform.fpga, fail_configure))
         }
-        (Kind::Fpga, Board::Model) => {
-            Box::new(ModelBoardSlot::new(calibration, delay, platform.fpga, fail_configure))
+        (Kind::Fpga, Board::Model(check)) => {
+            let checker = check
+                .as_ref()
+                .and_then(|c| Checker::start(image, calibration.clock_hz, platform.fpga, c.clone()));
+            Box::new(
+                ModelBoardSlot::new(calibration, delay, platform.fpga, fail_configure).checked_by(checker),
+            )
         }
         #[cfg(feature = "xrt")]
         (Kind::Fpga, Board::Alveo(c)) => Box::new(AlveoBoard::new(c.clone(), platform.fpga)),
@@ -143,8 +154,8 @@ pub trait Backend: Send {
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError>;
     /// Current power draw.
     fn power(&self) -> Power;
-    /// Whether its answers are the software reference's own (an emulated board): then they are not
-    /// checked against it again.
+    /// Whether it is an emulated board: its answers are the software reference's own (not checked
+    /// against it again) and its worker releases each when the board's timeline says it is done.
     fn is_reference(&self) -> bool {
         false
     }

@@ -1,11 +1,13 @@
-//! A board emulated in real time: the golden reference computes each answer, and the answer is
-//! released when the board's own timeline says it is done (its items over items per cycle times the
-//! clock, from the kernel's manifest). A served request's wall-clock latency is then what a board of
+//! A board emulated in real time: the golden reference computes each answer, and the worker releases
+//! it when the board's own timeline says it is done (its items over items per cycle times the clock,
+//! from the kernel's manifest; see `is_reference`). A served request's wall-clock latency is then what a board of
 //! that clock would give, with no Verilator lag; configuring takes the profile's reconfiguration delay.
-//! Its answers are the reference's, so the worker does not check them again.
+//! Its answers are the reference's, so the worker does not check them again; with a [`Checker`] each is
+//! also run on the Verilated RTL in the background and compared.
 
 use std::time::{Duration, Instant};
 
+use super::crosscheck::Checker;
 use super::{Backend, BackendError, Configured, Executed, Power};
 use crate::model::{Kind, WorkerSpec};
 use crate::runtime::calibrate::Calibration;
@@ -20,6 +22,7 @@ pub struct ModelBoardSlot {
     fail: bool,
     image: Option<KernelImage>,
     busy: bool,
+    checker: Option<Checker>,
 }
 
 impl ModelBoardSlot {
@@ -27,7 +30,22 @@ impl ModelBoardSlot {
     /// `delay`; `fail` injects a configuration failure.
     pub fn new(calibration: &Calibration, delay: Duration, spec: WorkerSpec, fail: bool) -> Self {
         let (clock_hz, items_per_cycle) = (calibration.clock_hz, calibration.items_per_cycle);
-        ModelBoardSlot { clock_hz, items_per_cycle, delay, spec, fail, image: None, busy: false }
+        ModelBoardSlot {
+            clock_hz,
+            items_per_cycle,
+            delay,
+            spec,
+            fail,
+            image: None,
+            busy: false,
+            checker: None,
+        }
+    }
+
+    /// The same, its answers also checked on the Verilated RTL by `checker`.
+    pub fn checked_by(mut self, checker: Option<Checker>) -> Self {
+        self.checker = checker;
+        self
     }
 
     /// The board's cycles for `items`, and their time at its clock.
@@ -54,13 +72,13 @@ impl Backend for ModelBoardSlot {
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {
-        let start = Instant::now();
         let image = self.image.as_ref().ok_or(BackendError::NotConfigured)?;
         self.busy = true;
         let output = image.reference(payload).map_err(|e| BackendError::Kernel(e.to_string()));
         let (cycles, device) = self.device(payload.items());
-        // Released when the board would have finished: the reference's own time counts toward it.
-        std::thread::sleep(device.saturating_sub(start.elapsed()));
+        if let (Some(c), Ok(out)) = (&self.checker, &output) {
+            c.check(payload, out);
+        }
         self.busy = false;
         Ok(Executed { output: output?, device: Some((cycles, device)) })
     }
