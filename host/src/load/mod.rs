@@ -17,6 +17,7 @@ use tokio::sync::{Mutex, Semaphore};
 use crate::model::Request;
 use crate::model::time::to_secs;
 use crate::runtime::work::KernelImage;
+use body::WireTensor;
 pub use client::Protocol;
 pub use client::{Client, Outcome};
 pub use report::LoadReport;
@@ -95,6 +96,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let client = Client::new(cfg.protocol, cfg.target, cfg.token.clone(), cfg.image.kernel.name())
         .await
         .map_err(|why| LoadError::Connect { target: cfg.target, why })?;
+    let bodies = Bodies::prepare(&cfg);
     let report = Arc::new(Mutex::new(LoadReport::new()));
     let slots = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     let start = tokio::time::Instant::now();
@@ -103,12 +105,11 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
         let intended = start + Duration::from_nanos(r.arrival);
         tokio::time::sleep_until(intended).await;
         let Ok(permit) = slots.clone().acquire_owned().await else { break };
-        let (client, report, image) = (client.clone(), report.clone(), cfg.image.clone());
-        let items = (to_secs(r.size) * cfg.items_per_sec).round().max(1.0) as u64;
-        let (seed, deadline, timeout) =
-            (cfg.seed ^ (i as u64).wrapping_mul(0x9e37_79b9), cfg.deadline_ms, cfg.timeout);
+        let (client, report) = (client.clone(), report.clone());
+        let body = bodies.get(&cfg, r, i);
+        let (deadline, timeout) = (cfg.deadline_ms, cfg.timeout);
         tasks.spawn(async move {
-            let outcome = send(&client, &image, items, seed, deadline, timeout).await;
+            let outcome = send(&client, &body, deadline, timeout).await;
             let latency = intended.elapsed();
             report.lock().await.record(&outcome, latency, deadline);
             drop(permit);
@@ -121,20 +122,58 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     Ok(report)
 }
 
-async fn send(
-    client: &Client,
-    image: &KernelImage,
-    items: u64,
-    seed: u64,
-    deadline_ms: Option<f64>,
-    timeout: Duration,
-) -> Outcome {
-    use rand::SeedableRng;
-    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
-    let t = body::tensor(&image.payload(items, &mut rng));
+async fn send(client: &Client, t: &WireTensor, deadline_ms: Option<f64>, timeout: Duration) -> Outcome {
     let sent = Instant::now();
-    match tokio::time::timeout(timeout, client.infer(&t, deadline_ms)).await {
+    match tokio::time::timeout(timeout, client.infer(t, deadline_ms)).await {
         Ok(o) => o,
         Err(_) => Outcome::Error(format!("timeout after {:?}", sent.elapsed())),
     }
+}
+
+/// Request inputs built before the run, so that building them (milliseconds for a large image) never
+/// delays a send: a few distinct inputs per request size, reused in turn. Sizes beyond the first
+/// [`SIZES`] distinct ones are built when sent.
+struct Bodies {
+    built: std::collections::HashMap<u64, Vec<Arc<WireTensor>>>,
+}
+
+/// Distinct request sizes built ahead.
+const SIZES: usize = 64;
+/// Inputs built per size.
+const VARIANTS: u64 = 8;
+
+impl Bodies {
+    fn prepare(cfg: &LoadConfig) -> Bodies {
+        let mut built = std::collections::HashMap::new();
+        for r in &cfg.requests {
+            let items = items(cfg, r);
+            if built.len() >= SIZES && !built.contains_key(&items) {
+                continue;
+            }
+            built.entry(items).or_insert_with(|| {
+                (0..VARIANTS)
+                    .map(|v| Arc::new(build(cfg, items, cfg.seed ^ v.wrapping_mul(0x9e37_79b9))))
+                    .collect()
+            });
+        }
+        Bodies { built }
+    }
+
+    fn get(&self, cfg: &LoadConfig, r: &Request, i: usize) -> Arc<WireTensor> {
+        let items = items(cfg, r);
+        match self.built.get(&items) {
+            Some(v) => v[i % v.len()].clone(),
+            None => Arc::new(build(cfg, items, cfg.seed ^ (i as u64).wrapping_mul(0x9e37_79b9))),
+        }
+    }
+}
+
+fn items(cfg: &LoadConfig, r: &Request) -> u64 {
+    (to_secs(r.size) * cfg.items_per_sec).round().max(1.0) as u64
+}
+
+fn build(cfg: &LoadConfig, items: u64, seed: u64) -> WireTensor {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+    body::tensor(&cfg.image.payload(items, &mut rng))
 }
