@@ -75,8 +75,15 @@ fn a_stalled_kernel_times_out_and_its_requests_rerun_on_cpus() {
 #[test]
 fn a_stop_waits_out_its_grace_on_the_runs_clock_then_rejects_what_is_in_flight() {
     // A grace of an hour on the run's clock: the test moves that clock forward instead of waiting,
-    // so the run can only end if it honours the grace on the clock it was given.
-    let cfg = RunConfig { grace: Duration::from_secs(3600), ..config(6.0, 200.0, FaultPlan::default()) };
+    // so the run can only end if it honours the grace on the clock it was given. Work must still be in
+    // flight at the stop: one CPU worker, overloaded, with 1 s deadlines (bounded admission keeps a
+    // queue within its requests' deadlines, so about a second of work is queued when the stop comes).
+    let mut cfg = RunConfig { grace: Duration::from_secs(3600), ..config(6.0, 5000.0, FaultPlan::default()) };
+    cfg.platform.deadline_factor = 1000.0;
+    cfg.plan = Plan {
+        caps: spork::policy::Caps(spork::model::PerKind::new(Some(1), Some(0))),
+        ..Plan::new("cpu-dynamic".parse::<Scheduler>().expect("scheduler"))
+    };
     let stop = cfg.stop.clone();
     let clock = Clock::start();
     let (done_tx, done) = std::sync::mpsc::channel();
@@ -98,6 +105,7 @@ fn a_stop_waits_out_its_grace_on_the_runs_clock_then_rejects_what_is_in_flight()
     assert!(r.stopped);
     assert!(r.offered < r.trace_requests, "the load generator stopped early");
     assert!(r.wall_s >= 3600.0, "the grace was waited out on the run's clock: {} s", r.wall_s);
+    assert!(r.rejected_at_stop > 0, "work was still in flight at the stop: {r:?}");
 }
 
 #[test]
