@@ -400,6 +400,10 @@ impl Engine {
     /// Whether the admission rule lets `job` join worker `id`'s queue at `now`.
     #[inline]
     fn admits(&self, id: WorkerId, job: &Job, now: Time) -> bool {
+        // The paper's rule admits everything: the evaluator's hot path reads no worker for it.
+        if self.admission == Admission::QueueLate {
+            return true;
+        }
         let w = self.pool.worker(id);
         let finish = w.start_at(now).saturating_add(job.service[w.kind.index()]);
         self.admission.admits_queued(finish, job.deadline)
