@@ -135,6 +135,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         kernels,
         plan: Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY)),
         board: Board::Model(None),
+        boards: None,
         token: Some(TOKEN.into()),
         open_health: true,
         limits: Limits { max_body: MAX_BODY, ..Limits::default() },

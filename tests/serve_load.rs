@@ -30,6 +30,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         kernels: vec![k.clone()],
         plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
         board: Board::Model(None),
+        boards: None,
         token: None,
         open_health: true,
         limits: Limits::default(),
@@ -132,4 +133,98 @@ fn a_drain_under_load_answers_or_refuses_every_request() {
         "{:?}",
         report.errors
     );
+}
+
+/// The FPGA workers of every model in the server's metrics now, and each model's configurations.
+fn fpga_census(server: &spork::serve::Server) -> (u64, Vec<(String, u64)>) {
+    let text = server.render_metrics();
+    let value =
+        |line: &str| line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) as u64;
+    let workers = text
+        .lines()
+        .filter(|l| l.starts_with("spork_workers{") && l.contains("kind=\"fpga\""))
+        .map(value)
+        .sum();
+    let configured = text
+        .lines()
+        .filter(|l| l.starts_with("spork_fpga_configurations{"))
+        .map(|l| (l.split('"').nth(1).unwrap_or("").to_string(), value(l)))
+        .collect();
+    (workers, configured)
+}
+
+#[test]
+fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_twice() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let kernels: Vec<Kernelled> = [Kernel::Sobel, Kernel::Dense]
+        .map(|k| {
+            // A 1 GHz board (3-5x the CPU here), so that a board clearly pays for its reconfiguration.
+            let mut k = Kernelled::measure(k, Some(1000.0), None).expect("calibration");
+            k.platform.fpga.spin_up = from_secs(0.5);
+            k
+        })
+        .into();
+    let cfg = ServeConfig {
+        http: "127.0.0.1:0".parse().expect("addr"),
+        grpc: "127.0.0.1:0".parse().expect("addr"),
+        kernels: kernels.clone(),
+        plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
+        board: Board::Model(None),
+        boards: Some(1),
+        token: None,
+        open_health: true,
+        limits: Limits::default(),
+        grace: Duration::from_secs(3),
+        kernel_timeout: Duration::from_secs(10),
+        faults: FaultPlan::default(),
+    };
+    let running = spork::serve::start(cfg).expect("the server starts");
+    // Sample the census every 20 ms while the load runs: the board is never held by both.
+    let server = running.server.clone();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = done.clone();
+    let sampler = std::thread::spawn(move || {
+        let mut most = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            most = most.max(fpga_census(&server).0);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        most
+    });
+    // Sobel's traffic first, then dense's (larger requests: its board saves more than sobel's idle
+    // one costs, and more than its reconfiguration): the board must follow the work.
+    let first = send(load(running.http, &kernels[0], 8.0, 300.0, 0.5));
+    let (_, after_first) = fpga_census(&running.server);
+    let second = send(load(running.http, &kernels[1], 8.0, 300.0, 2.0));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = sampler.join().expect("sampler");
+    let (_, configured) = fpga_census(&running.server);
+    let reports = running.drain();
+    eprintln!(
+        "configured after sobel {after_first:?}, at the end {configured:?}; most FPGA workers at once {most}"
+    );
+    assert_eq!(most, 1, "the one board was used, and never by both models at once");
+    let count = |c: &[(String, u64)], m: &str| c.iter().find(|(n, _)| n == m).map_or(0, |(_, v)| *v);
+    assert!(count(&after_first, "sobel") >= 1 && count(&after_first, "dense") == 0, "{after_first:?}");
+    assert!(count(&configured, "dense") >= 1, "the board moved to dense by reconfiguring it: {configured:?}");
+    let clients = [("sobel", first), ("dense", second)];
+    for (model, report) in &clients {
+        let r = reports.iter().find(|(m, _)| m == model).and_then(|(_, r)| r.as_ref()).expect("a report");
+        eprintln!(
+            "{model}: client ok {} errors {:?}; server answered {} ({} on FPGAs), reconfiguration measured {:?}",
+            report.ok, report.errors, r.answered, r.answered_fpga, r.reconfig_measured_ms
+        );
+    }
+    for (model, r) in &reports {
+        let r = r.as_ref().expect("the pool's report");
+        assert!(r.answered_fpga > 0, "{model} was served on the board while it held it");
+        assert_eq!(r.offered, r.answered + r.rejected + r.rejected_at_stop, "{model} settled each once");
+    }
+    for (_, report) in &clients {
+        assert_eq!(
+            report.sent,
+            report.ok + report.errors.values().sum::<u64>(),
+            "the client counted each once"
+        );
+    }
 }

@@ -43,6 +43,7 @@ fn bench(c: &mut Criterion) {
         kernels: vec![kernel.clone()],
         plan: Plan::new(Scheduler::CpuDynamic),
         board: Board::Model(None),
+        boards: None,
         token: None,
         open_health: true,
         limits: Limits::default(),

@@ -86,6 +86,7 @@ fn one(
         kernels: vec![kernel.clone()],
         plan: Plan { seed: args.workload.seed, ..Plan::new(s) },
         board: Board::Model(check.cloned()),
+        boards: None,
         token: None,
         open_health: true,
         limits: Limits::default(),

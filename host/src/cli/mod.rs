@@ -11,6 +11,7 @@ macro_rules! out {
 }
 
 mod bench;
+mod board_args;
 mod brownout;
 mod demo;
 mod devices;

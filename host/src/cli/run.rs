@@ -1,6 +1,5 @@
 //! `spork run`: replay a trace live on CPU worker threads and the simulated board.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -8,15 +7,16 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
-use spork::bitstream::{Manifest, Target, manifest_path};
+use spork::bitstream::{Manifest, manifest_path};
 use spork::engine::Plan;
 use spork::model::time::to_secs;
 use spork::model::{Platform, Time};
 use spork::policy::Scheduler;
 use spork::runtime::work::KernelImage;
-use spork::runtime::{Board, Calibration, Fault, FaultPlan, RunConfig, RunReport};
+use spork::runtime::{Calibration, Fault, FaultPlan, RunConfig, RunReport};
 use spork_golden::Kernel;
 
+use super::board_args::{BoardArg, RealBoard, board};
 use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
@@ -55,25 +55,8 @@ pub struct Args {
     /// board or slot holds one FPGA worker at a time.
     #[arg(long, value_enum, default_value = "sim")]
     board: BoardArg,
-    /// Alveo: the xclbin with the kernel and the mm2s/s2mm data movers (scripts/build-xclbin.sh).
-    #[arg(long, value_name = "FILE")]
-    xclbin: Option<PathBuf>,
-    /// Alveo: another xclbin loaded first, so that the timed load is a real reconfiguration (XRT skips
-    /// reloading the image already on the board).
-    #[arg(long, value_name = "FILE")]
-    xclbin_alt: Option<PathBuf>,
-    /// Alveo: the board, by PCI address (0000:3b:00.1) or index.
-    #[arg(long, default_value = "0")]
-    device: String,
-    /// F1: the slot.
-    #[arg(long, default_value_t = 0)]
-    slot: u32,
-    /// F1: the AFI to load (default: `agfi` in bitstreams/f1/<kernel>.toml).
-    #[arg(long)]
-    agfi: Option<String>,
-    /// The sysfs root for pre-flight checks and power sensors.
-    #[arg(long, default_value = "/sys")]
-    sys: PathBuf,
+    #[command(flatten)]
+    real: RealBoard,
     /// Write the measured reconfiguration latency (median over the run's loads) into the kernel's
     /// manifest for this board (`[measured]` in bitstreams/<sim|alveo|f1>/<kernel>.toml).
     #[arg(long)]
@@ -89,30 +72,6 @@ pub struct Args {
 pub fn parse_kernel(s: &str) -> Result<Kernel, String> {
     Kernel::from_name(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("unknown kernel '{s}': use sobel, bloom or dense"))
-}
-
-/// `--board`: what the FPGA workers are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum BoardArg {
-    /// The simulated board (Verilated RTL).
-    Sim,
-    /// A board emulated in real time (reference answers, released on the board's timeline).
-    Model,
-    /// An Alveo board over XRT.
-    Alveo,
-    /// An AWS F1 slot.
-    F1,
-}
-
-impl BoardArg {
-    fn target(self) -> Target {
-        match self {
-            // The emulation times the simulated board's RTL: its manifest is the one.
-            BoardArg::Sim | BoardArg::Model => Target::Sim,
-            BoardArg::Alveo => Target::Alveo,
-            BoardArg::F1 => Target::F1,
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -138,7 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--kernel-timeout must be above 0 (e.g. 10s)");
     }
     // The board first: its pre-flight errors are what a user must fix before anything else.
-    let board = board(&args)?;
+    let board = board(args.board, &args.real, args.kernel, Duration::from_nanos(args.kernel_timeout))?;
     let image = Arc::new(KernelImage::new(args.kernel, args.workload.seed));
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
@@ -167,7 +126,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             kernel_timeout,
             stop: stop.clone(),
             progress: !args.json,
-            sysfs: args.sys.clone(),
+            sysfs: args.real.sys(),
             compare: !args.no_compare,
             ..RunConfig::new(platform, plan, image.clone(), calibration, reqs.clone(), horizon)
         };
@@ -211,77 +170,6 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
         to_secs(horizon),
         to_secs(platform.fpga.spin_up)
     );
-}
-
-/// The FPGA backend the options ask for, checked before anything runs.
-fn board(args: &Args) -> anyhow::Result<Board> {
-    match args.board {
-        BoardArg::Sim => Ok(Board::Sim),
-        BoardArg::Model => Ok(Board::Model(None)),
-        BoardArg::Alveo => alveo(args),
-        BoardArg::F1 => f1(args),
-    }
-}
-
-#[cfg(feature = "xrt")]
-fn alveo(args: &Args) -> anyhow::Result<Board> {
-    use spork::xrt::preflight;
-    let Some(xclbin) = args.xclbin.clone() else {
-        bail!("--board alveo needs --xclbin FILE (built by scripts/build-xclbin.sh)");
-    };
-    // Everything XRT would abort on is checked here, before any XRT call.
-    preflight::xrt_root()?;
-    let bdf = args.device.parse::<u32>().is_err().then_some(args.device.as_str());
-    preflight::boards(&args.sys, bdf)?;
-    preflight::xclbin(&xclbin)?;
-    if let Some(alt) = &args.xclbin_alt {
-        preflight::xclbin(alt)?;
-    }
-    Ok(Board::Alveo(spork::runtime::backend::AlveoConfig {
-        device: args.device.clone(),
-        xclbin,
-        alternate: args.xclbin_alt.clone(),
-        sys: args.sys.clone(),
-        timeout: Duration::from_nanos(args.kernel_timeout),
-    }))
-}
-
-#[cfg(not(feature = "xrt"))]
-fn alveo(_: &Args) -> anyhow::Result<Board> {
-    bail!(
-        "this spork was built without XRT support\n  fix: rebuild with `cargo build --release -p spork --features xrt` \
-         (needs the XRT headers: apt-get install -y libxrt-dev, or source /opt/xilinx/xrt/setup.sh)"
-    )
-}
-
-#[cfg(feature = "f1")]
-fn f1(args: &Args) -> anyhow::Result<Board> {
-    let agfi = match &args.agfi {
-        Some(a) => a.clone(),
-        None => {
-            let path = manifest_path(Target::F1, args.kernel.name());
-            let m = Manifest::load(&path)
-                .with_context(|| "no --agfi given, and no F1 manifest to take it from")?;
-            m.agfi
-                .with_context(|| format!("{} has no agfi (scripts/build-afi.sh writes it)", path.display()))?
-        }
-    };
-    spork::f1::check_agfi(&agfi)?;
-    spork::f1::slots(&args.sys)?;
-    Ok(Board::F1(spork::runtime::backend::F1Config {
-        slot: args.slot,
-        agfi,
-        xclbin: args.xclbin.clone(),
-        sys: args.sys.clone(),
-        timeout: Duration::from_nanos(args.kernel_timeout),
-    }))
-}
-
-#[cfg(not(feature = "f1"))]
-fn f1(_: &Args) -> anyhow::Result<Board> {
-    bail!(
-        "this spork was built without F1 support\n  fix: rebuild with `--features f1` (and `xrt` for the data path)"
-    )
 }
 
 /// Writes the runs' measured reconfiguration latency into the board's manifest of the kernel.

@@ -11,9 +11,12 @@ use spork::engine::Plan;
 use spork::input::InputError;
 use spork::policy::Scheduler;
 use spork::runtime::Board;
+use spork::runtime::backend::crosscheck::CrossCheck;
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
+use std::sync::Arc;
 
+use super::board_args::{BoardArg, RealBoard, board};
 use super::pool_args::PoolArgs;
 
 #[derive(clap::Args)]
@@ -35,9 +38,22 @@ pub struct Args {
     #[arg(long)]
     scheduler: Option<String>,
     /// FPGA workers: `model` (a board emulated in real time: reference answers released when a board
-    /// of the manifest's clock would finish) or `sim` (the Verilated RTL) [default: model].
+    /// of the manifest's clock would finish), `sim` (the Verilated RTL), `alveo` (a real board over
+    /// XRT; feature `xrt`, --xclbin per model and --device) or `f1` (an AWS F1 slot; feature `f1`).
+    /// A real board is one board time-shared by the models' pools (as --boards 1) [default: model].
+    #[arg(long, value_enum)]
+    board: Option<BoardArg>,
+    #[command(flatten)]
+    real: RealBoard,
+    /// Boards shared by all models' pools: each interval the boards go to the pools whose allocators
+    /// want them by expected saving, and a board moves between models by reconfiguring it
+    /// [default: a pool per model with its own boards, capped by --max-fpga].
+    #[arg(long, value_name = "N")]
+    boards: Option<u32>,
+    /// Also run every emulated board answer on the Verilated RTL in the background and count
+    /// mismatches (`--board model` only; the check is bounded and skips what it cannot keep up with).
     #[arg(long)]
-    board: Option<String>,
+    crosscheck: bool,
     /// Board clock in MHz [default: the kernel's manifest in bitstreams/sim].
     #[arg(long, value_name = "MHZ")]
     clock_mhz: Option<f64>,
@@ -70,7 +86,10 @@ struct File {
     grpc: Option<SocketAddr>,
     models: Option<Vec<String>>,
     scheduler: Option<String>,
-    board: Option<String>,
+    board: Option<BoardArg>,
+    real_board: Option<RealBoard>,
+    boards: Option<u32>,
+    crosscheck: Option<bool>,
     clock_mhz: Option<f64>,
     platform: Option<PathBuf>,
     token_file: Option<PathBuf>,
@@ -108,8 +127,9 @@ mod humantime_serde_opt {
 
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
-    let fix = "fields are http, grpc, models, scheduler, board, clock_mhz, platform, token_file, auth_health, \
-               grace, max_cpu, max_fpga and a [limits] table";
+    let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
+               auth_health, grace, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
+               xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
 
@@ -165,11 +185,6 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
             "scheduler {scheduler} is told the trace in advance, which a server has not: pick spork-e, spork-c, cpu-dynamic or another online one"
         );
     }
-    let board = match args.board.or(file.board).as_deref().unwrap_or("model") {
-        "model" => Board::Model(None),
-        "sim" => Board::Sim,
-        other => bail!("--board '{other}' is not served: use model or sim"),
-    };
     let models = match (args.models, file.models) {
         (Some(m), _) => m,
         (None, Some(names)) => names
@@ -188,12 +203,28 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     };
     let plans = pool.plans(&[scheduler], true, None, Plan::new)?;
     let plan = *plans.last().context("no plan")?;
+    let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
+    let real = args.real.or(file.real_board.unwrap_or_default());
+    let crosscheck = args.crosscheck || file.crosscheck.unwrap_or(false);
+    let boards = shared_boards(which, args.boards.or(file.boards), crosscheck)?;
     let platform_file = args.platform.or(file.platform);
     let clock_mhz = args.clock_mhz.or(file.clock_mhz);
-    let kernels = models
-        .into_iter()
-        .map(|k| Kernelled::measure(k, clock_mhz, platform_file.as_deref()))
-        .collect::<Result<_, _>>()?;
+    let kernel_timeout = Duration::from_secs(10);
+    let mut kernels = Vec::new();
+    for k in models {
+        // A real board's image is the kernel's own: its pre-flight first.
+        let own = match which {
+            BoardArg::Alveo | BoardArg::F1 => Some(board(which, &real, k, kernel_timeout)?),
+            BoardArg::Model | BoardArg::Sim => None,
+        };
+        let mut kernel = Kernelled::measure_on(k, which.target(), clock_mhz, platform_file.as_deref())?;
+        kernel.board = own;
+        kernels.push(kernel);
+    }
+    let board = match which {
+        BoardArg::Model => Board::Model(crosscheck.then(|| Arc::new(CrossCheck::default()))),
+        _ => Board::Sim,
+    };
     let token = match args.token_file.or(file.token_file) {
         Some(p) => Some(token(&p)?),
         None => None,
@@ -204,13 +235,39 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernels,
         plan,
         board,
+        boards,
         token,
         open_health: !(args.auth_health || file.auth_health.unwrap_or(false)),
         limits,
         grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
-        kernel_timeout: Duration::from_secs(10),
+        kernel_timeout,
         faults: Default::default(),
     })
+}
+
+/// The boards shared between the models' pools: a real board is one board time-shared; `--boards N`
+/// shares N emulated or simulated ones.
+fn shared_boards(which: BoardArg, boards: Option<u32>, crosscheck: bool) -> anyhow::Result<Option<u32>> {
+    if crosscheck && which != BoardArg::Model {
+        bail!(
+            "--crosscheck checks the emulated board's answers: it needs --board model (sim and real boards are checked on every answer already)"
+        );
+    }
+    match (which, boards) {
+        (BoardArg::Alveo | BoardArg::F1, Some(n)) if n != 1 => {
+            bail!(
+                "--boards {n}: a real board is one board, time-shared by the models (omit --boards or give 1)"
+            )
+        }
+        (BoardArg::Alveo | BoardArg::F1, _) => Ok(Some(1)),
+        (_, Some(n)) if n > spork::runtime::limits::Limits::default().workers => {
+            bail!(
+                "--boards {n} is more than a pool may hold ({})",
+                spork::runtime::limits::Limits::default().workers
+            )
+        }
+        (_, b) => Ok(b),
+    }
 }
 
 fn check_limits(l: &Limits) -> anyhow::Result<()> {

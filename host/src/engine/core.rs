@@ -5,11 +5,15 @@ use super::effects::{Arrival, Assignment, Effects};
 use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
 use super::timers::{Due, Timer, Timers};
+use crate::model::time::to_secs;
 use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
+use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
 use crate::policy::fleet::{Change, Reconcile};
 use crate::policy::release::may_release;
-use crate::policy::{Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Placement, dispatch};
+use crate::policy::{
+    Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Objective, Placement, dispatch,
+};
 
 /// One run of a scheduler, in whatever clock its driver keeps.
 pub struct Engine {
@@ -22,6 +26,12 @@ pub struct Engine {
     reconcile: Reconcile,
     caps: Caps,
     admission: Admission,
+    /// Boards shared with other pools: where the FPGA cap comes from at each tick (`caps` is then
+    /// the latest grant; `plan_caps` stays the plan's own).
+    share: Option<Box<dyn BoardShare>>,
+    plan_caps: Caps,
+    /// What a board saves this pool is judged by.
+    objective: Objective,
     brownout: Option<BrownoutLoop>,
     pool: Pool,
     timers: Timers,
@@ -66,6 +76,9 @@ impl Engine {
             reconcile,
             caps: plan.caps,
             admission: plan.admission,
+            share: None,
+            plan_caps: plan.caps,
+            objective: plan.scheduler.objective(),
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             platform,
             pool: Pool::new(),
@@ -83,6 +96,12 @@ impl Engine {
         }
     }
 
+    /// Shares the machine's boards with other pools: at each interval tick the engine bids for
+    /// boards through `share` and takes the FPGA cap it answers (within the plan's own cap).
+    pub fn share_boards(&mut self, share: Box<dyn BoardShare>) {
+        self.share = Some(share);
+    }
+
     /// The pool as the policy sees it.
     pub fn pool(&self) -> &Pool {
         &self.pool
@@ -91,6 +110,11 @@ impl Engine {
     /// The current FPGA target.
     pub fn target(&self) -> u32 {
         self.target
+    }
+
+    /// The FPGA cap in force: the plan's, or with shared boards the latest grant.
+    pub fn fpga_cap(&self) -> Option<u32> {
+        self.caps.0[Kind::Fpga]
     }
 
     /// The brownout gate's current setting, if the plan has one.
@@ -338,11 +362,26 @@ impl Engine {
             fpgas_allocated: self.pool.allocated(Kind::Fpga),
         };
         self.work = PerKind::default();
-        self.target = self.caps.clip(Kind::Fpga, self.allocator.plan(&stats));
+        let want = self.plan_caps.clip(Kind::Fpga, self.allocator.plan(&stats));
+        if self.share.is_some() {
+            self.claim_boards(want, &stats);
+        }
+        self.target = self.caps.clip(Kind::Fpga, want);
         let changes = self.reconcile.on_tick(&self.pool, self.target, now);
         self.apply(changes, now, fx);
         self.intervals += 1;
         self.next_tick = Some(now + self.platform.interval());
+    }
+
+    /// Bids for shared boards and takes the cap granted (never above the plan's own).
+    fn claim_boards(&mut self, want: u32, stats: &IntervalStats) {
+        let Some(share) = self.share.as_mut() else { return };
+        let work_s = to_secs(stats.fpga_work) + to_secs(stats.cpu_work) / self.platform.fpga.speedup;
+        let held = self.pool.allocated(Kind::Fpga) + self.pool.spinning_down(Kind::Fpga);
+        let bid = Bid { want, held, value: Value::of(&self.objective, &self.platform, work_s) };
+        let granted = share.claim(bid);
+        self.caps.0[Kind::Fpga] = Some(granted);
+        self.reconcile.caps = self.caps;
     }
 
     /// Carries out the fleet rule's changes on the pool.

@@ -78,13 +78,18 @@ impl Reconcile {
         let mut out = Vec::new();
         let released = self.release_idle(pool, target, now, &mut out);
         let serving = pool.allocated(Kind::Fpga) - released - pool.draining(Kind::Fpga);
-        if self.surplus == Surplus::Drain && serving > target {
+        // Busy FPGAs above the cap always leave dispatch (a shared board's cap fell: another pool
+        // needs it); above the target only under `Surplus::Drain`. Those draining or spinning down
+        // already are on their way out.
+        let cap = self.caps.0[Kind::Fpga].unwrap_or(u32::MAX);
+        let keep = if self.surplus == Surplus::Drain { target.min(cap) } else { cap };
+        if serving > keep {
             // The least-loaded FPGAs after those just released (the active index is ordered by when
             // each queue drains).
             // None of them is idle past its timeout: `release_idle` stopped at the first that is not
             // (the index is ordered by when each queue drains), or met the target already.
             let rest = pool.index(Phase::Active, Kind::Fpga).iter().skip(released as usize);
-            out.extend(rest.take((serving - target) as usize).map(|&(_, id)| Change::Drain(id)));
+            out.extend(rest.take((serving - keep) as usize).map(|&(_, id)| Change::Drain(id)));
         }
         out
     }
@@ -176,6 +181,22 @@ mod tests {
         );
         assert_eq!(rules(Surplus::Drain, None).on_tick(&p, 2, 5), vec![Change::Drain(a)]);
         assert_eq!(rules(Surplus::Drain, None).on_tick(&p, 3, 500), vec![]);
+    }
+
+    #[test]
+    fn a_cap_that_falls_below_the_held_fpgas_drains_busy_ones_under_either_surplus_rule() {
+        let (p, [a, b, _]) = pool();
+        // A shared board's cap fell to 1 (target clipped to it) at 5: nothing idle past its timeout,
+        // so the two least loaded leave dispatch; the busiest keeps serving.
+        assert_eq!(
+            rules(Surplus::IdleOut, Some(1)).on_tick(&p, 1, 5),
+            vec![Change::Drain(a), Change::Drain(b)]
+        );
+        // At 55, a is released and b drains; c stays.
+        assert_eq!(
+            rules(Surplus::IdleOut, Some(1)).on_tick(&p, 1, 55),
+            vec![Change::Release(a), Change::Drain(b)]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - [`estimate`]: a served request's CPU time, estimated online from its input;
 //! - [`fleet`]: how the pool's FPGAs follow the target (which to release, drain or take back);
 //! - [`admission`]: whether a request that would queue into a miss is placed or rejected;
+//! - [`arbitrate`]: scarce boards shared by several pools, granted by expected saving;
 //! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
 //! - [`release`]: when an idle worker may spin down;
 //! - [`brownout`]: the optional-part gate, its queue length and the controllers;
@@ -16,6 +17,7 @@
 
 pub mod admission;
 pub mod allocator;
+pub mod arbitrate;
 pub mod brownout;
 pub mod caps;
 pub mod dispatch;

@@ -63,6 +63,16 @@ impl Scheduler {
         }
     }
 
+    /// What its allocator minimises (the baselines are judged by energy, MArk-ideal by cost): what
+    /// a board saves it when boards are arbitrated.
+    pub fn objective(&self) -> Objective {
+        match *self {
+            Scheduler::Spork(o) | Scheduler::SporkIdeal(o) => o,
+            Scheduler::MarkIdeal => Objective::COST,
+            _ => Objective::ENERGY,
+        }
+    }
+
     /// Whether it needs the trace's per-interval demand in advance.
     pub fn needs_demand(&self) -> bool {
         !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_))

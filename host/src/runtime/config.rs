@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::backend::Board;
+use super::boards::SharedBoards;
 use super::calibrate::Calibration;
 use super::faults::FaultPlan;
 use super::limits::Limits;
@@ -53,6 +54,9 @@ pub struct RunConfig {
     /// Where the dispatcher publishes the pool's state while it runs (default none; the server's
     /// metrics read it).
     pub status: Option<Arc<Status>>,
+    /// Boards shared with other pools, and this pool's index among them (default none: the pool's
+    /// FPGA cap is the plan's alone).
+    pub share: Option<(SharedBoards, usize)>,
 }
 
 impl RunConfig {
@@ -83,6 +87,7 @@ impl RunConfig {
             compare: true,
             limits: Limits::default(),
             status: None,
+            share: None,
         }
     }
 }

@@ -25,6 +25,11 @@ pub struct Status {
     pub brownout_milli: AtomicU64,
     /// Requests in flight on workers.
     pub in_flight: AtomicU64,
+    /// The allocator's FPGA target, and the FPGA cap in force (`u64::MAX`: none); with shared boards
+    /// the cap is the pool's latest grant.
+    pub fpga_target: AtomicU64,
+    /// See `fpga_target`.
+    pub fpga_cap: AtomicU64,
     /// The size estimator's relative error, median and p95 (x1000).
     pub estimate_error_milli: [AtomicU64; 2],
 }
@@ -51,6 +56,8 @@ impl Status {
         let setting = engine.brownout_setting().map_or(u64::MAX, |v| (v * 1e3) as u64);
         self.brownout_milli.store(setting, Ordering::Relaxed);
         self.in_flight.store(in_flight as u64, Ordering::Relaxed);
+        self.fpga_target.store(u64::from(engine.target()), Ordering::Relaxed);
+        self.fpga_cap.store(engine.fpga_cap().map_or(u64::MAX, u64::from), Ordering::Relaxed);
         for (slot, v) in self.estimate_error_milli.iter().zip(estimate) {
             slot.store(v, Ordering::Relaxed);
         }

@@ -67,6 +67,8 @@ pub struct Metrics {
     energy: Family<EnergyLabels, FGauge>,
     brownout: Family<ModelOnly, FGauge>,
     estimate_error: Family<Quantile, FGauge>,
+    fpga_target: Family<ModelOnly, Gauge>,
+    fpga_cap: Family<ModelOnly, Gauge>,
 }
 
 impl Default for Metrics {
@@ -88,6 +90,7 @@ impl Metrics {
         let (workers, configurations, configuration_seconds) =
             (Family::default(), Family::default(), Family::default());
         let (energy, brownout, estimate_error) = (Family::default(), Family::default(), Family::default());
+        let (fpga_target, fpga_cap) = (Family::default(), Family::default());
         registry.register(
             "requests",
             "Inference requests by model, worker type (none if not served) and outcome",
@@ -122,8 +125,20 @@ impl Metrics {
             "Relative error of the online size estimate on CPU answers",
             estimate_error.clone(),
         );
+        registry.register(
+            "fpga_target",
+            "FPGAs the pool's allocator holds for the coming interval",
+            fpga_target.clone(),
+        );
+        registry.register(
+            "fpga_cap",
+            "FPGAs the pool may hold: its cap, or with shared boards its latest grant (absent: no cap)",
+            fpga_cap.clone(),
+        );
         Metrics {
             registry,
+            fpga_target,
+            fpga_cap,
             requests,
             latency,
             misses,
@@ -192,6 +207,11 @@ impl Metrics {
         self.configurations.get_or_create(&m()).set(s.reconfigurations.load(Ordering::Relaxed) as i64);
         let us = s.reconfiguration_us.load(Ordering::Relaxed) as f64;
         self.configuration_seconds.get_or_create(&m()).set(us / 1e6);
+        self.fpga_target.get_or_create(&m()).set(s.fpga_target.load(Ordering::Relaxed) as i64);
+        let cap = s.fpga_cap.load(Ordering::Relaxed);
+        if cap != u64::MAX {
+            self.fpga_cap.get_or_create(&m()).set(cap as i64);
+        }
         let b = s.brownout_milli.load(Ordering::Relaxed);
         if b != u64::MAX {
             self.brownout.get_or_create(&m()).set(b as f64 / 1e3);

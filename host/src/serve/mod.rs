@@ -25,8 +25,10 @@ use std::time::Duration;
 
 use spork_golden::Kernel;
 
+use crate::bitstream::Target;
 use crate::engine::Plan;
 use crate::model::Platform;
+use crate::runtime::boards::SharedBoards;
 use crate::runtime::work::{KernelImage, Work};
 use crate::runtime::{Board, Calibration, Clock, FaultPlan, RunConfig, RunReport};
 pub use error::ServeError;
@@ -42,6 +44,8 @@ pub struct Kernelled {
     pub calibration: Calibration,
     /// The platform with the measured speedup.
     pub platform: Platform,
+    /// Its FPGA workers when not the server's board (a real board's image is the kernel's own).
+    pub board: Option<Board>,
 }
 
 /// Why a model's pool cannot be set up.
@@ -67,15 +71,25 @@ impl Kernelled {
         clock_mhz: Option<f64>,
         platform: Option<&std::path::Path>,
     ) -> Result<Self, SetupError> {
+        Self::measure_on(kernel, Target::Sim, clock_mhz, platform)
+    }
+
+    /// [`Kernelled::measure`] with the clock from `target`'s manifest (a real board's).
+    pub fn measure_on(
+        kernel: Kernel,
+        target: Target,
+        clock_mhz: Option<f64>,
+        platform: Option<&std::path::Path>,
+    ) -> Result<Self, SetupError> {
         let image = Arc::new(KernelImage::new(kernel, 0));
-        let calibration = Calibration::measure(crate::bitstream::Target::Sim, &image, clock_mhz, 200_000)?;
+        let calibration = Calibration::measure(target, &image, clock_mhz, 200_000)?;
         let base = match platform {
             Some(p) => crate::config::read_platform(p)?,
             None => Platform::default(),
         };
         let platform = calibration.apply(base, platform.is_some());
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
-        Ok(Kernelled { image, calibration, platform })
+        Ok(Kernelled { image, calibration, platform, board: None })
     }
 }
 
@@ -92,6 +106,9 @@ pub struct ServeConfig {
     pub plan: Plan,
     /// The FPGA workers.
     pub board: Board,
+    /// Boards shared by every model's pool, arbitrated each interval by expected saving
+    /// ([`crate::policy::arbitrate`]); `None`: each pool has its own (the plan's FPGA cap, if any).
+    pub boards: Option<u32>,
     /// The bearer token, if inference and metadata need one.
     pub token: Option<String>,
     /// Health and metrics without the token.
@@ -148,13 +165,15 @@ pub struct Running {
 pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let clock = Clock::start();
+    let shared = cfg.boards.map(|n| SharedBoards::new(n, cfg.kernels.len()));
     let mut pools = Vec::new();
-    for k in &cfg.kernels {
+    for (i, k) in cfg.kernels.iter().enumerate() {
         let run = RunConfig {
-            board: cfg.board.clone(),
+            board: k.board.clone().unwrap_or_else(|| cfg.board.clone()),
             grace: cfg.grace,
             kernel_timeout: cfg.kernel_timeout,
             faults: cfg.faults.clone(),
+            share: shared.clone().map(|s| (s, i)),
             ..RunConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration, Vec::new(), 0)
         };
         pools.push((k.image.kernel, Pool::start(run, clock.clone())?));

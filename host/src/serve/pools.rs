@@ -38,7 +38,10 @@ impl Pool {
         let name = format!("spork-pool-{}", cfg.image.kernel.name());
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
         let thread = std::thread::Builder::new().name(name).spawn(move || {
-            let engine = Engine::new(cfg.platform, &cfg.plan, &Oracle::default());
+            let mut engine = Engine::new(cfg.platform, &cfg.plan, &Oracle::default());
+            if let Some((boards, index)) = &cfg.share {
+                engine.share_boards(boards.handle(*index));
+            }
             let (outcome, st, meters, end) = rt.block_on(driver::drive(&cfg, engine, clock, rx));
             let mut report = RunReport::new(&cfg, &outcome, st, end);
             report.meters = meters;

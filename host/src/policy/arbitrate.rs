@@ -1,0 +1,270 @@
+//! Scarce boards: a fixed number of boards shared by several pools (one per application, or per
+//! served kernel), each with its own allocator.
+//!
+//! At each interval tick a pool bids: the FPGAs its allocator wants, the FPGAs it holds, and what each
+//! board saves it ([`Value`]). [`arbitrate`] grants boards one at a time to the bid whose next board
+//! saves the most. A pool's savings shrink with every board it gets (efficient-first packs the
+//! busiest boards first, so its k-th board serves only what the first k - 1 leave), so this greedy
+//! order maximises the total saved. A board a pool does not hold yet is charged its reconfiguration
+//! (spin-up at busy power), so a board moves between pools only when its new owner saves more than
+//! the old one loses plus the reconfiguration. When the wants fit, every pool gets its want.
+//!
+//! [`Books`] keeps the machine's count: a pool's cap is its grant, but never more than the boards
+//! other pools do not hold or have been promised, so the boards in use never exceed the count while
+//! a board is on its way from one pool to another (its old owner drains it, it spins down, and the
+//! new owner's next tick configures it).
+//!
+//! Units: savings are in the objective's busy-FPGA-second units (see [`super::objective`]); pools
+//! that share boards share the boards' power and price, so their units agree.
+
+use super::objective::Objective;
+use crate::model::{Platform, time::to_secs};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// What each board saves one pool in an interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Value {
+    /// FPGA-seconds of work the pool ran in its last interval (Algorithm 1's `F + C/S`).
+    pub work_s: f64,
+    /// The interval T_s, seconds.
+    pub interval_s: f64,
+    /// Saved per FPGA-second served on a board instead of CPUs: `S*cpu_busy - fpga_busy + fpga_idle`.
+    pub per_busy_s: f64,
+    /// Holding a board idle for an interval: `T_s*fpga_idle`.
+    pub idle: f64,
+    /// Configuring a board for this pool: spin-up time at busy rate.
+    pub reconfigure: f64,
+}
+
+impl Value {
+    /// The value of boards to a pool on `platform` minimising `objective` that ran `work_s`
+    /// FPGA-seconds of work in its last interval.
+    pub fn of(objective: &Objective, platform: &Platform, work_s: f64) -> Value {
+        let r = objective.rates(platform);
+        let interval_s = to_secs(platform.interval());
+        Value {
+            work_s: if work_s.is_finite() { work_s.max(0.0) } else { 0.0 },
+            interval_s,
+            per_busy_s: platform.fpga.speedup * r.cpu_busy - r.fpga_busy + r.fpga_idle,
+            idle: interval_s * r.fpga_idle,
+            reconfigure: to_secs(platform.fpga.spin_up) * r.fpga_busy,
+        }
+    }
+
+    /// What the pool's `k`-th board (from 1) saves it in an interval, when it holds `held` already.
+    /// Positive exactly when the board's share of the work exceeds Algorithm 1's breakeven threshold
+    /// (for a board it holds).
+    pub fn gain(&self, k: u32, held: u32) -> f64 {
+        let before = f64::from(k.saturating_sub(1)) * self.interval_s;
+        let served = (self.work_s - before).clamp(0.0, self.interval_s);
+        let moved = if k > held { self.reconfigure } else { 0.0 };
+        served * self.per_busy_s - self.idle - moved
+    }
+}
+
+/// One pool's claim for the coming interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bid {
+    /// FPGAs its allocator wants.
+    pub want: u32,
+    /// FPGAs it holds (allocated or spinning down).
+    pub held: u32,
+    /// What each board saves it.
+    pub value: Value,
+}
+
+/// Boards granted to each bid: at most its want, `boards` at most in all. When the wants fit, each
+/// bid gets its want; otherwise boards go one at a time to the largest next saving (ties: a board
+/// the pool holds already, then the earlier bid).
+pub fn arbitrate(boards: u32, bids: &[Bid]) -> Vec<u32> {
+    let wanted: u64 = bids.iter().map(|b| u64::from(b.want)).sum();
+    if wanted <= u64::from(boards) {
+        return bids.iter().map(|b| b.want).collect();
+    }
+    let mut grants = vec![0u32; bids.len()];
+    let mut heap: BinaryHeap<Next> =
+        bids.iter().enumerate().filter(|(_, b)| b.want > 0).map(|(i, b)| Next::of(i, b, 1)).collect();
+    for _ in 0..boards {
+        let Some(next) = heap.pop() else { break };
+        grants[next.pool] += 1;
+        let bid = &bids[next.pool];
+        if grants[next.pool] < bid.want {
+            heap.push(Next::of(next.pool, bid, grants[next.pool] + 1));
+        }
+    }
+    grants
+}
+
+/// A pool's next board in the grant order.
+#[derive(Clone, Copy, Debug)]
+struct Next {
+    gain: f64,
+    held: bool,
+    pool: usize,
+}
+
+impl Next {
+    fn of(pool: usize, bid: &Bid, k: u32) -> Next {
+        Next { gain: bid.value.gain(k, bid.held), held: k <= bid.held, pool }
+    }
+}
+
+impl Ord for Next {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.gain.total_cmp(&other.gain).then(self.held.cmp(&other.held)).then(other.pool.cmp(&self.pool))
+    }
+}
+
+impl PartialOrd for Next {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Next {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Next {}
+
+/// The machine's boards and what each pool last bid and may hold.
+#[derive(Clone, Debug)]
+pub struct Books {
+    boards: u32,
+    bids: Vec<Option<Bid>>,
+    /// Per pool: the most it may hold until its next claim (its cap, or what it holds if more).
+    reserved: Vec<u32>,
+}
+
+impl Books {
+    /// `boards` boards shared by `pools` pools, none claimed yet.
+    pub fn new(boards: u32, pools: usize) -> Books {
+        Books { boards, bids: vec![None; pools], reserved: vec![0; pools] }
+    }
+
+    /// The boards shared.
+    pub fn boards(&self) -> u32 {
+        self.boards
+    }
+
+    /// Records `pool`'s bid and returns its FPGA cap until its next claim: its grant among the latest
+    /// bids of every pool, within the boards no other pool holds or may still spin up.
+    pub fn claim(&mut self, pool: usize, bid: Bid) -> u32 {
+        self.bids[pool] = Some(bid);
+        let bids: Vec<Bid> = self.bids.iter().map(|b| b.unwrap_or(Bid { want: 0, ..bid })).collect();
+        let grant = arbitrate(self.boards, &bids)[pool];
+        let others: u32 = self.reserved.iter().enumerate().filter(|&(i, _)| i != pool).map(|(_, r)| *r).sum();
+        let cap = grant.min(self.boards.saturating_sub(others));
+        self.reserved[pool] = cap.max(bid.held);
+        cap
+    }
+
+    /// Boards `pool` may hold until its next claim.
+    pub fn reserved(&self, pool: usize) -> u32 {
+        self.reserved[pool]
+    }
+}
+
+/// Where an engine sharing boards with other pools claims its cap at each interval tick (the driver
+/// provides it: one pool's handle on shared [`Books`]).
+pub trait BoardShare: Send {
+    /// Records the pool's bid; returns its FPGA cap until its next claim.
+    fn claim(&mut self, bid: Bid) -> u32;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value(work_s: f64) -> Value {
+        Value { work_s, interval_s: 10.0, per_busy_s: 1.0, idle: 2.0, reconfigure: 1.0 }
+    }
+
+    fn bid(want: u32, held: u32, work_s: f64) -> Bid {
+        Bid { want, held, value: value(work_s) }
+    }
+
+    #[test]
+    fn gain_is_the_boards_share_of_the_work_less_idle_and_reconfiguration() {
+        let v = value(25.0);
+        // Boards 1 and 2 serve whole intervals, board 3 the remaining 5 s, board 4 nothing.
+        assert_eq!([v.gain(1, 4), v.gain(2, 4), v.gain(3, 4), v.gain(4, 4)], [8.0, 8.0, 3.0, -2.0]);
+        assert_eq!(v.gain(3, 2), 2.0, "a board not held pays its reconfiguration");
+    }
+
+    #[test]
+    fn wants_that_fit_are_granted_whole() {
+        assert_eq!(arbitrate(8, &[bid(3, 0, 0.0), bid(5, 0, 0.0)]), vec![3, 5]);
+    }
+
+    #[test]
+    fn scarce_boards_go_to_the_larger_saving() {
+        // Pool 0 would keep two boards busy; pool 1 one board half the interval.
+        let bids = [bid(2, 0, 20.0), bid(2, 0, 5.0)];
+        assert_eq!(arbitrate(2, &bids), vec![2, 0]);
+        assert_eq!(arbitrate(3, &bids), vec![2, 1]);
+    }
+
+    #[test]
+    fn a_held_board_moves_only_when_the_saving_beats_its_reconfiguration() {
+        // Pool 0 holds the board and saves 9.5 - 2 = 7.5 with it; pool 1 would save 10 - 2 - 1 = 7.
+        assert_eq!(arbitrate(1, &[bid(1, 1, 9.5), bid(1, 0, 10.0)]), vec![1, 0]);
+        // Pool 0's work fell: its board saves 3.5 - 2 = 1.5; it moves.
+        assert_eq!(arbitrate(1, &[bid(1, 1, 3.5), bid(1, 0, 10.0)]), vec![0, 1]);
+        // Equal savings: the holder keeps it.
+        assert_eq!(arbitrate(1, &[bid(1, 0, 10.0), bid(1, 1, 9.0)]), vec![0, 1]);
+    }
+
+    #[test]
+    fn books_never_promise_a_board_another_pool_still_holds() {
+        let mut books = Books::new(1, 2);
+        assert_eq!(books.claim(0, bid(1, 0, 10.0)), 1);
+        // Pool 1's work is larger, but pool 0 holds the board until it releases it.
+        assert_eq!(books.claim(1, bid(1, 0, 30.0)), 0);
+        // Pool 0 loses the arbitration: its cap drops to 0, but it still holds the board.
+        assert_eq!(books.claim(0, bid(1, 1, 2.5)), 0);
+        assert_eq!(books.reserved(0), 1);
+        assert_eq!(books.claim(1, bid(1, 0, 30.0)), 0, "not before pool 0 let it go");
+        // Pool 0 released it: pool 1 gets it.
+        assert_eq!(books.claim(0, bid(1, 0, 2.5)), 0);
+        assert_eq!(books.claim(1, bid(1, 0, 30.0)), 1);
+    }
+
+    fn arb_bid() -> impl Strategy<Value = Bid> {
+        (0u32..12, 0u32..12, 0.0f64..150.0).prop_map(|(want, held, work)| bid(want, held, work))
+    }
+
+    proptest! {
+        /// Grants never exceed the boards or a bid's want, and leave no board idle that a bid wants.
+        #[test]
+        fn grants_fit_the_boards_and_the_wants(boards in 0u32..40, bids in prop::collection::vec(arb_bid(), 0..6)) {
+            let grants = arbitrate(boards, &bids);
+            let total: u32 = grants.iter().sum();
+            let wanted: u32 = bids.iter().map(|b| b.want).sum();
+            prop_assert!(total <= boards);
+            prop_assert_eq!(total, wanted.min(boards));
+            for (g, b) in grants.iter().zip(&bids) {
+                prop_assert!(*g <= b.want);
+            }
+        }
+
+        /// However pools interleave their claims, when each spins up no more than its cap and lets go
+        /// of boards in between, the boards held never exceed the machine's.
+        #[test]
+        fn books_never_overcommit(boards in 0u32..10, claims in prop::collection::vec((0usize..3, arb_bid(), 0u32..3), 1..60)) {
+            let mut books = Books::new(boards, 3);
+            let mut held = [0u32; 3];
+            for (pool, mut b, released) in claims {
+                held[pool] = held[pool].saturating_sub(released);
+                b.held = held[pool];
+                let cap = books.claim(pool, b);
+                held[pool] = held[pool].max(cap.min(b.want));
+                prop_assert!(held.iter().sum::<u32>() <= boards, "{held:?} > {boards}");
+            }
+        }
+    }
+}
