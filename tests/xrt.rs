@@ -141,3 +141,78 @@ fn an_xrt_error_names_the_call_and_the_requests_move_to_cpus() {
     assert_eq!(r["answered"], r["offered"], "no request lost: {r}");
     assert_eq!(r["answered_fpga"], 0);
 }
+
+/// `spork serve` on the loopback board: both models' pools time-share the one board (as `--boards
+/// 1`), each with its own xclbin, so the board moves from sobel to dense by a real (timed) xclbin load
+/// through the real binding, and both models are served on it.
+#[test]
+fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sobel = xclbin(tmp.path(), "sobel.xclbin", "sobel", &"0123456789abcdef".repeat(2));
+    let dense = xclbin(tmp.path(), "dense.xclbin", "dense", &"fedcba9876543210".repeat(2));
+    let platform = tmp.path().join("platform.toml");
+    // CPUs at 10x the paper's power: a board pays for itself at the light load the loopback keeps up with.
+    std::fs::write(&platform, "[cpu]\nbusy_power_w = 1500.0\n[fpga]\nspin_up = \"300ms\"\n")
+        .expect("platform");
+    let sys = sysfs();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--board", "alveo", "--device", "0000:3b:00.1", "--models", "sobel,dense"])
+        .args(["--xclbin", &format!("sobel={sobel}"), "--xclbin", &format!("dense={dense}")])
+        .args(["--sys", sys.to_str().expect("utf8"), "--clock-mhz", "1000", "--grace", "2s"])
+        .args([
+            "--platform",
+            platform.to_str().expect("utf8"),
+            "--http",
+            "127.0.0.1:0",
+            "--grpc",
+            "127.0.0.1:0",
+        ])
+        .env("LD_LIBRARY_PATH", loopback())
+        .env("XILINX_XRT", loopback())
+        .env("SPORK_SIM_MODELS", spork_sim::built_models_dir())
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let ready =
+        lines.by_ref().map_while(Result::ok).find(|l| l.contains("ready")).expect("the server is ready");
+    let http =
+        ready.split("HTTP on ").nth(1).and_then(|s| s.split(',').next()).expect("its address").to_string();
+    let load = |model: &str, size: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["load", "--target", &http, "--model", model, "--duration", "6s", "--rate", "150"])
+            .args(["--size", size, "--json"])
+            .output()
+            .expect("spork load runs");
+        assert!(o.status.success(), "{}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        v
+    };
+    // Light enough for the loopback, whose kernels are Verilated (far slower than the board clock
+    // they are booked at; see the note on real boards in ARCHITECTURE.md).
+    let first = load("sobel", "500us");
+    let second = load("dense", "200us");
+    let interrupt = Command::new("kill").args(["-INT", &server.id().to_string()]).status().expect("kill");
+    assert!(interrupt.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(server.wait().expect("the server exits").success(), "{rest:?}");
+    for (model, client) in [("sobel", &first), ("dense", &second)] {
+        assert_eq!(client["sent"], client["ok"], "{model}: every request answered: {client}");
+        let line = rest.iter().find(|l| l.starts_with(&format!("{model}:"))).expect("its drain summary");
+        let on_fpga: u64 = line
+            .split('(')
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .expect("answered on FPGAs");
+        assert!(on_fpga > 0, "{model} was served on the shared board: {line}");
+        assert!(
+            !line.contains(" 0 FPGA configurations"),
+            "{model} configured the board (a timed xclbin load): {line}"
+        );
+    }
+    eprintln!("{rest:?}");
+}

@@ -154,8 +154,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for (model, report) in running.drain() {
         match report {
             Some(r) => eprintln!(
-                "{model}: {} answered ({} on FPGAs), {} rejected, {} refused at the drain; {} deadline misses",
-                r.answered, r.answered_fpga, r.rejected, r.rejected_at_stop, r.deadline_misses
+                "{model}: {} answered ({} on FPGAs), {} rejected, {} refused at the drain; {} deadline misses; \
+                 {} FPGA configurations (measured part: median {:.3} ms)",
+                r.answered,
+                r.answered_fpga,
+                r.rejected,
+                r.rejected_at_stop,
+                r.deadline_misses,
+                r.reconfig_measured_ms.count,
+                r.reconfig_measured_ms.median
             ),
             None => eprintln!("{model}: its pool ended abnormally"),
         }
