@@ -10,6 +10,9 @@
 //!   keep serving and spin down once idle (the release rule, [`super::release`]); under
 //!   [`Surplus::Drain`] (MArk-ideal, which terminates surplus instances) the least-loaded ones are taken
 //!   out of dispatch at once and finish their queues.
+//! - Above the cap (a shared board's grant fell below what the pool holds, see
+//!   [`super::arbitrate`]): the least-loaded busy FPGAs leave dispatch under either rule, so the board
+//!   frees up for the pool it was granted to.
 //!
 //! Everything here is pure: it reads the pool and returns [`Change`]s in the order to apply them.
 
