@@ -140,6 +140,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         open_health: true,
         limits: Limits { max_body: MAX_BODY, ..Limits::default() },
         grace: Duration::from_secs(5),
+        io_threads: 1,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
     };

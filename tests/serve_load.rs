@@ -35,6 +35,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         open_health: true,
         limits: Limits::default(),
         grace: Duration::from_secs(3),
+        io_threads: 1,
         kernel_timeout,
         faults,
     };
@@ -175,6 +176,7 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
         open_health: true,
         limits: Limits::default(),
         grace: Duration::from_secs(3),
+        io_threads: 1,
         kernel_timeout: Duration::from_secs(10),
         faults: FaultPlan::default(),
     };

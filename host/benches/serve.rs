@@ -48,6 +48,7 @@ fn bench(c: &mut Criterion) {
         open_health: true,
         limits: Limits::default(),
         grace: Duration::from_secs(1),
+        io_threads: 1,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
     };
@@ -60,6 +61,19 @@ fn bench(c: &mut Criterion) {
         rt.block_on(spork::load::client_for(Protocol::Http, running.http, "dense")).expect("http client");
     let grpc =
         rt.block_on(spork::load::client_for(Protocol::Grpc, running.grpc, "dense")).expect("grpc client");
+    // The transport alone: a health check through the same kind of client (hyper, keep-alive) touches
+    // no pool, so what it takes is HTTP on loopback and the server's runtime.
+    let health = format!("http://{}/v2/health/live", running.http);
+    let plain = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let get = || {
+        let uri: hyper::Uri = health.parse().expect("uri");
+        rt.block_on(async {
+            let r = plain.get(uri).await.expect("health");
+            http_body_util::BodyExt::collect(r.into_body()).await.expect("body");
+        })
+    };
+    percentiles("http health (no pool)", get);
     percentiles("in-process", || {
         rt.block_on(server.infer(request())).expect("answer");
     });
@@ -70,6 +84,7 @@ fn bench(c: &mut Criterion) {
         rt.block_on(grpc.infer(&wire, Some(100.0)));
     });
     let mut g = c.benchmark_group("serve_dense_1x64");
+    g.bench_function("http_health_no_pool", |b| b.iter(get));
     g.bench_function("in_process", |b| b.iter(|| rt.block_on(server.infer(request())).expect("answer")));
     g.bench_function("http_loopback", |b| b.iter(|| rt.block_on(http.infer(&wire, Some(100.0)))));
     g.bench_function("grpc_loopback", |b| b.iter(|| rt.block_on(grpc.infer(&wire, Some(100.0)))));

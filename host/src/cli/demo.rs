@@ -91,6 +91,7 @@ fn one(
         open_health: true,
         limits: Limits::default(),
         grace: Duration::from_secs(5),
+        io_threads: 1,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
     };

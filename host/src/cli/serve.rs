@@ -71,6 +71,10 @@ pub struct Args {
     /// How long a drain (SIGTERM, SIGINT) lets requests in flight finish [default: 5s].
     #[arg(long, value_parser = humantime::parse_duration)]
     grace: Option<Duration>,
+    /// Threads serving HTTP and gRPC (the pools have their own): one is fastest per request on a small
+    /// machine; more carry more connections [default: 1 per 8 cores, at least 1].
+    #[arg(long, value_name = "N")]
+    io_threads: Option<usize>,
     /// Largest request body or gRPC message in bytes [default: 16 MiB].
     #[arg(long, value_name = "BYTES")]
     max_body: Option<usize>,
@@ -96,6 +100,7 @@ struct File {
     auth_health: Option<bool>,
     #[serde(default, with = "humantime_serde_opt")]
     grace: Option<Duration>,
+    io_threads: Option<usize>,
     max_cpu: Option<u32>,
     max_fpga: Option<u32>,
     limits: Option<FileLimits>,
@@ -128,7 +133,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
+               auth_health, grace, io_threads, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
                xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -247,6 +252,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         open_health: !(args.auth_health || file.auth_health.unwrap_or(false)),
         limits,
         grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
+        io_threads: io_threads(args.io_threads.or(file.io_threads))?,
         kernel_timeout,
         faults: Default::default(),
     })
@@ -274,6 +280,15 @@ fn shared_boards(which: BoardArg, boards: Option<u32>, crosscheck: bool) -> anyh
             )
         }
         (_, b) => Ok(b),
+    }
+}
+
+/// The protocol threads: as given (1 to 256), else one per 8 cores.
+fn io_threads(given: Option<usize>) -> anyhow::Result<usize> {
+    match given {
+        Some(n) if !(1..=256).contains(&n) => bail!("io_threads {n} must be from 1 to 256"),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get() / 8).max(1)),
     }
 }
 
