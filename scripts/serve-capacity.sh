@@ -4,6 +4,7 @@
 # constant-rate (b-model 0.5) traces of 1 ms requests at rising rates with `spork load`, each step
 # bounded in time; print one line per step. The CPU-only limit is cores / service time.
 #   scripts/serve-capacity.sh [SPORK_BINARY] [SECONDS_PER_STEP] [RATES...]
+# PLATFORM=FILE passes a platform profile to the server (e.g. CPU workers that start in 100 us).
 set -euo pipefail
 bin="${1:-target/release/spork}"
 step="${2:-10}"
@@ -12,7 +13,8 @@ rates=("$@")
 [ ${#rates[@]} -gt 0 ] || rates=(200 400 600 800 1000 1200 1500)
 deadline_ms=10 # the profile's deadline factor (10) times the 1 ms size
 for scheduler in spork-e cpu-dynamic; do
-  "$bin" serve --models sobel --scheduler "$scheduler" --http 127.0.0.1:18500 --grpc 127.0.0.1:18501 2>/dev/null &
+  "$bin" serve --models sobel --scheduler "$scheduler" --http 127.0.0.1:18500 --grpc 127.0.0.1:18501 \
+    ${PLATFORM:+--platform "$PLATFORM"} 2>/dev/null &
   pid=$!
   for _ in $(seq 1 100); do
     curl -sf 127.0.0.1:18500/v2/health/ready >/dev/null 2>&1 && break

@@ -147,6 +147,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .try_init();
     let cfg = config(args)?;
+    let check = match &cfg.board {
+        Board::Model(Some(c)) => Some(c.clone()),
+        _ => None,
+    };
     let running = spork::serve::start(cfg).context("starting the server")?;
     eprintln!(
         "spork serve: HTTP on {}, gRPC on {}; models {}; ready (SIGTERM or Ctrl-C drains)",
@@ -171,6 +175,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
             None => eprintln!("{model}: its pool ended abnormally"),
         }
+    }
+    if let Some(check) = check {
+        let settled = check.settle(Duration::from_secs(10));
+        let (checked, mismatches, skipped) = check.counts();
+        eprintln!(
+            "emulated board answers checked on the Verilated RTL: {checked} checked, {mismatches} mismatches, {skipped} skipped{}",
+            if settled { "" } else { " (the rest still queued after 10 s)" }
+        );
     }
     Ok(())
 }

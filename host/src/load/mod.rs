@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::sync::{Mutex, Semaphore};
 
 use crate::model::Request;
@@ -58,6 +59,9 @@ pub enum LoadError {
     /// Nothing to send.
     #[error("the trace holds no requests")]
     Empty,
+    /// The OS refused the pacing thread.
+    #[error("cannot start the thread that paces the requests: {0}")]
+    Thread(String),
     /// The client could not be set up.
     #[error("cannot reach {target}: {why}")]
     Connect {
@@ -99,11 +103,12 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let bodies = Bodies::prepare(&cfg);
     let report = Arc::new(Mutex::new(LoadReport::new()));
     let slots = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
-    let start = tokio::time::Instant::now();
+    let start = std::time::Instant::now();
+    let mut due = pace(cfg.requests.iter().map(|r| r.arrival).collect(), start)?;
     let mut tasks = tokio::task::JoinSet::new();
-    for (i, r) in cfg.requests.iter().enumerate() {
-        let intended = start + Duration::from_nanos(r.arrival);
-        tokio::time::sleep_until(intended).await;
+    while let Some(i) = due.recv().await {
+        let r = &cfg.requests[i];
+        let intended = tokio::time::Instant::from_std(start + Duration::from_nanos(r.arrival));
         let Ok(permit) = slots.clone().acquire_owned().await else { break };
         let (client, report) = (client.clone(), report.clone());
         let body = bodies.get(&cfg, r, i);
@@ -120,6 +125,29 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let mut report = Arc::try_unwrap(report).map(Mutex::into_inner).unwrap_or_else(|_| LoadReport::new());
     report.finish(start.elapsed(), to_secs(cfg.requests.last().map_or(0, |r| r.arrival)));
     Ok(report)
+}
+
+/// Hands out each request's index at its intended time, from a thread of its own: tokio's timers
+/// tick in whole milliseconds, which would add up to a millisecond of the client's own lag to every
+/// latency measured; a thread's sleep is precise to tens of microseconds.
+fn pace(
+    arrivals: Vec<crate::model::Time>,
+    start: std::time::Instant,
+) -> Result<UnboundedReceiver<usize>, LoadError> {
+    let (tx, rx) = unbounded_channel();
+    std::thread::Builder::new()
+        .name("spork-load-pacer".into())
+        .spawn(move || {
+            for (i, at) in arrivals.into_iter().enumerate() {
+                let due = start + Duration::from_nanos(at);
+                std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+                if tx.send(i).is_err() {
+                    break;
+                }
+            }
+        })
+        .map_err(|e| LoadError::Thread(e.to_string()))?;
+    Ok(rx)
 }
 
 /// One request; unanswered after `timeout`, it counts as the error "timeout" (one key for all, so
