@@ -121,11 +121,7 @@ fn scheduler_strategy() -> impl Strategy<Value = Scheduler> {
 }
 
 fn dispatcher_strategy() -> impl Strategy<Value = Option<DispatcherKind>> {
-    prop::option::of(prop::sample::select(vec![
-        DispatcherKind::EfficientFirst,
-        DispatcherKind::RoundRobin,
-        DispatcherKind::IndexPacking,
-    ]))
+    prop::option::of(prop::sample::select(DispatcherKind::ALL.to_vec()))
 }
 
 fn run(platform: &Platform, reqs: &Vec<Request>, plan: &Plan) -> (Report, Recorder) {

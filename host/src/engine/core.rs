@@ -81,7 +81,7 @@ impl Engine {
             objective: plan.scheduler.objective(),
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             platform,
-            pool: Pool::new(),
+            pool: Pool::numbered(plan.dispatcher().numbering()),
             timers: Timers::default(),
             target: 0,
             work: PerKind::default(),

@@ -80,7 +80,7 @@ pub struct Worker {
     pub served: u64,
     /// Workers of its type already allocated when it was allocated (the key of Algorithm 1's L).
     pub rank: u32,
-    /// Allocation order across both types (never reused): index packing's server number.
+    /// Index packing's server number (see [`Numbering`]).
     pub seq: u64,
 }
 
@@ -116,6 +116,18 @@ pub enum Phase {
     Allocating,
 }
 
+/// How workers are numbered for index packing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Numbering {
+    /// A new worker takes the lowest number free (its slot), as AutoScale's fixed server indices: a
+    /// number comes back when its worker is off.
+    #[default]
+    LowestFree,
+    /// Allocation order across both types, never reused: the first workers keep the lowest numbers.
+    Allocation,
+}
+
 /// The worker pool.
 #[derive(Clone, Debug, Default)]
 pub struct Pool {
@@ -125,8 +137,9 @@ pub struct Pool {
     allocating: PerKind<BTreeSet<(Time, WorkerId)>>,
     /// Draining workers, lowest slot first (the order they are taken back in).
     draining: PerKind<BTreeSet<WorkerId>>,
-    /// Dispatchable workers (spinning up or active) in allocation order.
+    /// Dispatchable workers (spinning up or active) by number.
     order: BTreeSet<(u64, WorkerId)>,
+    numbering: Numbering,
     next_seq: u64,
     allocated: PerKind<u32>,
     spinning_down: PerKind<u32>,
@@ -138,6 +151,11 @@ impl Pool {
     /// An empty pool.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty pool whose workers are numbered by `numbering` (index packing's order).
+    pub fn numbered(numbering: Numbering) -> Self {
+        Pool { numbering, ..Self::default() }
     }
 
     /// A worker by id. Panics on an id the pool never handed out (a driver bug, not an input error).
@@ -264,6 +282,10 @@ impl Pool {
                 WorkerId(self.slots.len() as u32 - 1)
             }
         };
+        if self.numbering == Numbering::LowestFree {
+            // Slots are reused lowest first and freed when their worker is off.
+            self.slots[id.index()].seq = u64::from(id.0);
+        }
         self.order.insert((self.pool_seq(id), id));
         self.allocated[kind] += 1;
         let held = self.allocated[kind] + self.spinning_down[kind];
@@ -280,8 +302,8 @@ impl Pool {
         self.slots[id.index()].seq
     }
 
-    /// Dispatchable workers (spinning up or active), oldest allocation first.
-    pub fn in_allocation_order(&self) -> impl Iterator<Item = WorkerId> + '_ {
+    /// Dispatchable workers (spinning up or active), lowest number first.
+    pub fn in_number_order(&self) -> impl Iterator<Item = WorkerId> + '_ {
         self.order.iter().map(|&(_, id)| id)
     }
 

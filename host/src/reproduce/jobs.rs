@@ -261,9 +261,13 @@ pub(crate) fn synthetic(scale: &Scale, burstiness: f64, size: SizeSpec, trace: u
 pub const SIZES: [(SizeSpec, &str); 3] =
     [(SizeSpec::Short, "short"), (SizeSpec::Medium, "medium"), (SizeSpec::Long, "long")];
 
-/// The three dispatchers of Table 9.
-pub const DISPATCHERS: [DispatcherKind; 3] =
-    [DispatcherKind::EfficientFirst, DispatcherKind::RoundRobin, DispatcherKind::IndexPacking];
+/// The three dispatchers of Table 9, index packing under both numberings.
+pub const DISPATCHERS: [DispatcherKind; 4] = [
+    DispatcherKind::EfficientFirst,
+    DispatcherKind::RoundRobin,
+    DispatcherKind::IndexPacking,
+    DispatcherKind::IndexPackingAlloc,
+];
 
 /// The four schedulers of the sensitivity figures.
 pub const SENSITIVITY: [Scheduler; 4] = [

@@ -7,7 +7,10 @@
 //! - allocation ([`MarkIdeal`]): an FPGA spun up now lives at least two intervals (spin-up, then its idle
 //!   timeout), so hold only the FPGAs that pay for themselves (cost breakeven) in both of the next two
 //!   intervals; bursts go to CPUs;
-//! - dispatch ([`MarkIdeal::DISPATCHER`]): round robin over the allocated workers of both types;
+//! - dispatch ([`MarkIdeal::DISPATCHER`]): round robin over the provisioned instances (the FPGAs); the
+//!   rest is the burst tier's, CPUs that scale per request: packed onto the busiest CPU that meets the
+//!   deadline, else a new one, each idling out on its own timer (a round robin over CPUs too would keep
+//!   every CPU just busy enough never to idle out, so the burst tier would never shrink);
 //! - surplus ([`MarkIdeal::SURPLUS`]): FPGAs above the target are terminated, i.e. taken out of
 //!   dispatch at the tick and released once their queue is done, rather than idling out under the
 //!   dispatcher as Spork's surplus does.
@@ -27,8 +30,8 @@ pub struct MarkIdeal {
 }
 
 impl MarkIdeal {
-    /// MArk dispatches round robin.
-    pub const DISPATCHER: DispatcherKind = DispatcherKind::RoundRobin;
+    /// MArk dispatches round robin over its instances, bursts to a tier that scales per request.
+    pub const DISPATCHER: DispatcherKind = DispatcherKind::RoundRobinTiered;
     /// MArk terminates surplus instances.
     pub const SURPLUS: Surplus = Surplus::Drain;
 

@@ -1,8 +1,10 @@
-//! AutoScale's index packing: workers are numbered in the order they were allocated; each request goes
-//! to the lowest-numbered worker that can meet its deadline, whatever its type, so the newest workers
-//! idle out first. Long-lived workers (FPGAs held across intervals) thus tend to get the low numbers and
-//! burst CPUs the high ones, but a CPU allocated before an FPGA is preferred to it: index packing is
-//! blind to efficiency. Scans in number order until a worker fits; a baseline.
+//! AutoScale's index packing: each request goes to the lowest-numbered worker that can meet its
+//! deadline, whatever its type, so the highest-numbered workers idle out first. Numbers are the pool's
+//! ([`crate::model::pool::Numbering`]): by default a new worker takes the lowest free number, as
+//! AutoScale's servers have fixed indices, so a burst CPU that idles out gives its number back; in
+//! allocation order (`index-packing-alloc`) the first workers keep the lowest numbers for good, and a CPU
+//! allocated early is preferred to every FPGA allocated after it. Index packing is blind to
+//! efficiency either way. Scans in number order until a worker fits; a baseline.
 
 use super::{Fleet, Job, Placement, can_meet, fallback};
 use crate::model::{Pool, Time};
@@ -27,7 +29,7 @@ impl IndexPacking {
 
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
-        for id in pool.in_allocation_order() {
+        for id in pool.in_number_order() {
             if self.fleet.allows(pool.worker(id).kind) && can_meet(pool, id, job, now) {
                 return Placement::Assign(id);
             }

@@ -15,6 +15,7 @@ pub use efficient_first::EfficientFirst;
 pub use index_packing::IndexPacking;
 pub use round_robin::RoundRobin;
 
+use crate::model::pool::Numbering;
 use crate::model::{Kind, Pool, Time, WorkerId};
 use serde::Serialize;
 
@@ -88,14 +89,25 @@ pub enum DispatcherKind {
     EfficientFirst,
     /// Rotate over allocated workers, skipping those that would miss the deadline.
     RoundRobin,
-    /// Lowest-indexed worker that meets the deadline, whatever its type.
+    /// MArk's: rotate over the provisioned FPGAs; the rest goes to a burst tier of CPUs, packed.
+    RoundRobinTiered,
+    /// Lowest-numbered worker that meets the deadline, whatever its type; a new worker takes the
+    /// lowest free number (AutoScale's fixed server indices).
     IndexPacking,
+    /// Index packing with workers numbered in allocation order, never reused (the early workers keep
+    /// the low numbers).
+    IndexPackingAlloc,
 }
 
 impl DispatcherKind {
     /// Every dispatcher.
-    pub const ALL: [DispatcherKind; 3] =
-        [DispatcherKind::EfficientFirst, DispatcherKind::RoundRobin, DispatcherKind::IndexPacking];
+    pub const ALL: [DispatcherKind; 5] = [
+        DispatcherKind::EfficientFirst,
+        DispatcherKind::RoundRobin,
+        DispatcherKind::RoundRobinTiered,
+        DispatcherKind::IndexPacking,
+        DispatcherKind::IndexPackingAlloc,
+    ];
 
     /// A fresh dispatcher for `fleet`, whose FPGAs take `fpga_spin_up` to spin up.
     pub fn build(self, fleet: Fleet, fpga_spin_up: Time) -> Dispatcher {
@@ -104,7 +116,20 @@ impl DispatcherKind {
                 Dispatcher::EfficientFirst(EfficientFirst::new(fleet, fpga_spin_up))
             }
             DispatcherKind::RoundRobin => Dispatcher::RoundRobin(RoundRobin::new(fleet, fpga_spin_up)),
-            DispatcherKind::IndexPacking => Dispatcher::IndexPacking(IndexPacking::new(fleet, fpga_spin_up)),
+            DispatcherKind::RoundRobinTiered => {
+                Dispatcher::RoundRobin(RoundRobin::tiered(fleet, fpga_spin_up))
+            }
+            DispatcherKind::IndexPacking | DispatcherKind::IndexPackingAlloc => {
+                Dispatcher::IndexPacking(IndexPacking::new(fleet, fpga_spin_up))
+            }
+        }
+    }
+
+    /// How the pool numbers its workers for this dispatcher (only index packing reads the numbers).
+    pub fn numbering(self) -> Numbering {
+        match self {
+            DispatcherKind::IndexPackingAlloc => Numbering::Allocation,
+            _ => Numbering::LowestFree,
         }
     }
 
@@ -113,7 +138,9 @@ impl DispatcherKind {
         match self {
             DispatcherKind::EfficientFirst => "efficient-first",
             DispatcherKind::RoundRobin => "round-robin",
+            DispatcherKind::RoundRobinTiered => "round-robin-tiered",
             DispatcherKind::IndexPacking => "index-packing",
+            DispatcherKind::IndexPackingAlloc => "index-packing-alloc",
         }
     }
 }
@@ -141,7 +168,9 @@ impl Dispatcher {
 
 /// An unknown dispatcher name.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("unknown dispatcher '{0}': expected efficient-first, round-robin or index-packing")]
+#[error(
+    "unknown dispatcher '{0}': expected efficient-first, round-robin, round-robin-tiered, index-packing or index-packing-alloc"
+)]
 pub struct UnknownDispatcher(pub String);
 
 impl std::str::FromStr for DispatcherKind {

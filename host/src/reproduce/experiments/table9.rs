@@ -68,7 +68,9 @@ impl Experiment for Table9 {
         }
         // Efficient-first on production traces is Table 8's SporkE row; the other two run here.
         for (at, trace, source) in inputs.production.iter().flat_map(|p| p.windows()) {
-            for d in [DispatcherKind::RoundRobin, DispatcherKind::IndexPacking] {
+            for d in
+                [DispatcherKind::RoundRobin, DispatcherKind::IndexPacking, DispatcherKind::IndexPackingAlloc]
+            {
                 jobs.push(sim("table9prod", &at, trace, platform, source.clone(), SPORK_E, Some(d)));
             }
         }
