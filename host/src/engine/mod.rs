@@ -19,6 +19,7 @@
 //! end of the trace the FPGA target drops to zero and the pool drains through the normal idle rule,
 //! so every worker's whole life is accounted.
 
+pub mod boards;
 mod brownout;
 mod core;
 mod effects;
@@ -32,7 +33,7 @@ pub use core::Engine;
 pub use effects::{Action, Arrival, Assignment, Effects};
 pub use outcome::{Outcome, Tally};
 pub use plan::{Oracle, Plan};
-pub use replay::{Searched, replay, search_headroom};
+pub use replay::{Searched, replay, replay_shared, search_headroom};
 
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,11 @@ pub mod report;
 pub use crate::engine::{Plan, PoolBrownout};
 pub use report::Report;
 
-use crate::engine::{Effects, Engine, Oracle, Outcome, replay, search_headroom};
+use crate::engine::boards::SharedBoards;
+use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, search_headroom};
 use crate::model::{Platform, Request, Time};
 use crate::policy::Demand;
+use crate::policy::arbitrate::Sharing;
 use crate::trace::RateTrace;
 
 /// A source of requests that can be replayed from the start any number of times.
@@ -76,6 +78,33 @@ pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> 
     let mut report = report(platform, plan, &found.outcome);
     report.headroom = Some(found.headroom);
     report
+}
+
+/// Several applications, one pool each under `plan` (an online scheduler), on one machine with
+/// `boards` boards shared by `sharing` (`None`: as many as they want), replayed in one virtual clock
+/// ([`replay_shared`]). One report per application, in order; the traces' length is the longest.
+pub fn evaluate_shared<W: Workload>(
+    platform: &Platform,
+    workloads: &[W],
+    plan: &Plan,
+    boards: Option<u32>,
+    sharing: Sharing,
+) -> Vec<Report> {
+    let shared = boards.map(|n| SharedBoards::new(n, workloads.len(), sharing));
+    let engines = (0..workloads.len())
+        .map(|i| {
+            let mut e = Engine::new(*platform, plan, &oracle(platform, &workloads[i], plan));
+            if let Some(s) = &shared {
+                e.share_boards(s.handle(i));
+            }
+            e
+        })
+        .collect();
+    let horizon = workloads.iter().map(Workload::horizon).max().unwrap_or(0);
+    let traces = workloads.iter().map(Workload::requests).collect();
+    let mut sinks = vec![(); workloads.len()];
+    let outcomes = replay_shared(engines, traces, horizon, &mut sinks);
+    outcomes.iter().map(|o| report(platform, plan, o)).collect()
 }
 
 fn report(platform: &Platform, plan: &Plan, outcome: &Outcome) -> Report {

@@ -130,19 +130,46 @@ impl PartialEq for Next {
 
 impl Eq for Next {}
 
+/// How boards are shared between pools: the rule, and the two baselines it is measured against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sharing {
+    /// By expected saving, each interval ([`arbitrate`]).
+    Arbitrate,
+    /// A fixed share each: the boards divided evenly, the remainder to the first pools.
+    EvenSplit,
+    /// Whoever wants a free board gets it and keeps it until its own allocator lets it go.
+    FirstCome,
+}
+
+impl Sharing {
+    /// Every rule.
+    pub const ALL: [Sharing; 3] = [Sharing::Arbitrate, Sharing::EvenSplit, Sharing::FirstCome];
+
+    /// Kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sharing::Arbitrate => "arbitrate",
+            Sharing::EvenSplit => "even-split",
+            Sharing::FirstCome => "first-come",
+        }
+    }
+}
+
 /// The machine's boards and what each pool last bid and may hold.
 #[derive(Clone, Debug)]
 pub struct Books {
     boards: u32,
+    sharing: Sharing,
     bids: Vec<Option<Bid>>,
     /// Per pool: the most it may hold until its next claim (its cap, or what it holds if more).
     reserved: Vec<u32>,
 }
 
 impl Books {
-    /// `boards` boards shared by `pools` pools, none claimed yet.
-    pub fn new(boards: u32, pools: usize) -> Books {
-        Books { boards, bids: vec![None; pools], reserved: vec![0; pools] }
+    /// `boards` boards shared by `pools` pools under `sharing`, none claimed yet.
+    pub fn new(boards: u32, pools: usize, sharing: Sharing) -> Books {
+        Books { boards, sharing, bids: vec![None; pools], reserved: vec![0; pools] }
     }
 
     /// The boards shared.
@@ -154,12 +181,24 @@ impl Books {
     /// bids of every pool, within the boards no other pool holds or may still spin up.
     pub fn claim(&mut self, pool: usize, bid: Bid) -> u32 {
         self.bids[pool] = Some(bid);
-        let bids: Vec<Bid> = self.bids.iter().map(|b| b.unwrap_or(Bid { want: 0, ..bid })).collect();
-        let grant = arbitrate(self.boards, &bids)[pool];
+        let grant = match self.sharing {
+            Sharing::Arbitrate => {
+                let bids: Vec<Bid> = self.bids.iter().map(|b| b.unwrap_or(Bid { want: 0, ..bid })).collect();
+                arbitrate(self.boards, &bids)[pool]
+            }
+            Sharing::EvenSplit => bid.want.min(self.even_share(pool)),
+            Sharing::FirstCome => bid.want,
+        };
         let others: u32 = self.reserved.iter().enumerate().filter(|&(i, _)| i != pool).map(|(_, r)| *r).sum();
         let cap = grant.min(self.boards.saturating_sub(others));
         self.reserved[pool] = cap.max(bid.held);
         cap
+    }
+
+    /// `pool`'s fixed share under [`Sharing::EvenSplit`].
+    fn even_share(&self, pool: usize) -> u32 {
+        let n = self.bids.len().max(1) as u32;
+        self.boards / n + u32::from((pool as u32) < self.boards % n)
     }
 
     /// Boards `pool` may hold until its next claim.
@@ -220,8 +259,18 @@ mod tests {
     }
 
     #[test]
+    fn the_baselines_split_evenly_or_keep_what_they_took_first() {
+        let mut even = Books::new(5, 2, Sharing::EvenSplit);
+        assert_eq!(even.claim(0, bid(9, 0, 100.0)), 3, "5 boards: 3 to the first pool");
+        assert_eq!(even.claim(1, bid(9, 0, 100.0)), 2);
+        let mut first = Books::new(5, 2, Sharing::FirstCome);
+        assert_eq!(first.claim(1, bid(4, 0, 1.0)), 4, "the first to ask takes what it wants");
+        assert_eq!(first.claim(0, bid(9, 0, 100.0)), 1, "the larger saving gets only what is left");
+    }
+
+    #[test]
     fn books_never_promise_a_board_another_pool_still_holds() {
-        let mut books = Books::new(1, 2);
+        let mut books = Books::new(1, 2, Sharing::Arbitrate);
         assert_eq!(books.claim(0, bid(1, 0, 10.0)), 1);
         // Pool 1's work is larger, but pool 0 holds the board until it releases it.
         assert_eq!(books.claim(1, bid(1, 0, 30.0)), 0);
@@ -255,8 +304,12 @@ mod tests {
         /// However pools interleave their claims, when each spins up no more than its cap and lets go
         /// of boards in between, the boards held never exceed the machine's.
         #[test]
-        fn books_never_overcommit(boards in 0u32..10, claims in prop::collection::vec((0usize..3, arb_bid(), 0u32..3), 1..60)) {
-            let mut books = Books::new(boards, 3);
+        fn books_never_overcommit(
+            boards in 0u32..10,
+            sharing in prop::sample::select(Sharing::ALL.to_vec()),
+            claims in prop::collection::vec((0usize..3, arb_bid(), 0u32..3), 1..60),
+        ) {
+            let mut books = Books::new(boards, 3, sharing);
             let mut held = [0u32; 3];
             for (pool, mut b, released) in claims {
                 held[pool] = held[pool].saturating_sub(released);

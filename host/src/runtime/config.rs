@@ -6,13 +6,13 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use super::backend::Board;
-use super::boards::SharedBoards;
 use super::calibrate::Calibration;
 use super::faults::FaultPlan;
 use super::limits::Limits;
 use super::status::Status;
 use super::work::KernelImage;
 use crate::engine::Plan;
+use crate::engine::boards::SharedBoards;
 use crate::model::{Platform, Request, Time};
 
 /// One live run. [`RunConfig::new`] takes what has no sensible default; the rest are public fields

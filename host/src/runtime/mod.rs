@@ -10,7 +10,6 @@
 //! board would; that simulation lag is measured and reported beside it.
 
 pub mod backend;
-pub mod boards;
 pub mod calibrate;
 pub mod clock;
 mod config;

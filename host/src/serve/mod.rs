@@ -27,8 +27,9 @@ use spork_golden::Kernel;
 
 use crate::bitstream::Target;
 use crate::engine::Plan;
+use crate::engine::boards::SharedBoards;
 use crate::model::Platform;
-use crate::runtime::boards::SharedBoards;
+use crate::policy::arbitrate::Sharing;
 use crate::runtime::work::{KernelImage, Work};
 use crate::runtime::{Board, Calibration, Clock, FaultPlan, RunConfig, RunReport};
 pub use error::ServeError;
@@ -173,7 +174,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         .enable_all()
         .build()?;
     let clock = Clock::start();
-    let shared = cfg.boards.map(|n| SharedBoards::new(n, cfg.kernels.len()));
+    let shared = cfg.boards.map(|n| SharedBoards::new(n, cfg.kernels.len(), Sharing::Arbitrate));
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {
         let run = RunConfig {

@@ -1,12 +1,13 @@
-//! The machine's boards shared by several live pools (one per served kernel), each pool on its own
-//! thread: the policy's [`Books`] behind a lock, and one [`BoardShare`] handle per pool for its engine.
+//! Boards shared by several engines (one pool per served kernel or per application): the policy's
+//! [`Books`] behind a lock, and one [`BoardShare`] handle per engine. The live server's pools each run
+//! on a thread of their own; the evaluator's shared replay runs its engines on one.
 //!
 //! The rule is the policy's ([`crate::policy::arbitrate`]); this only makes its books reachable from
-//! every pool and keeps what was granted for metrics.
+//! every engine and keeps what was granted.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::policy::arbitrate::{Bid, BoardShare, Books};
+use crate::policy::arbitrate::{Bid, BoardShare, Books, Sharing};
 
 /// Boards shared by `pools` pools.
 #[derive(Clone, Debug)]
@@ -17,10 +18,10 @@ pub struct SharedBoards {
 }
 
 impl SharedBoards {
-    /// `boards` boards for `pools` pools.
-    pub fn new(boards: u32, pools: usize) -> SharedBoards {
+    /// `boards` boards for `pools` pools, shared by `sharing`.
+    pub fn new(boards: u32, pools: usize, sharing: Sharing) -> SharedBoards {
         SharedBoards {
-            books: Arc::new(Mutex::new(Books::new(boards, pools))),
+            books: Arc::new(Mutex::new(Books::new(boards, pools, sharing))),
             last: Arc::new(Mutex::new(vec![(0, 0); pools])),
         }
     }
