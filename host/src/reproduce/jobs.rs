@@ -3,9 +3,10 @@
 
 use super::metric::Metric;
 use super::store::{Row, run_key};
-use crate::evaluate::{Plan, Report, evaluate};
+use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
 use crate::model::{Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
+use crate::policy::arbitrate::Sharing;
 use crate::policy::{DispatcherKind, Objective, Scheduler};
 use crate::trace::bmodel::bmodel;
 use crate::trace::{RateTrace, SizeSpec, Synthetic};
@@ -82,6 +83,19 @@ pub enum Work {
         /// Dispatcher override.
         dispatcher: Option<DispatcherKind>,
     },
+    /// Several applications, a pool each, sharing boards (beyond the paper: scarce boards).
+    Shared {
+        /// Worker figures.
+        platform: Platform,
+        /// One trace per application.
+        apps: Vec<TraceSource>,
+        /// Every pool's scheduler.
+        scheduler: Scheduler,
+        /// Boards shared (`None`: as many as the pools want).
+        boards: Option<u32>,
+        /// How they are shared.
+        sharing: Sharing,
+    },
     /// Solve the MILP on b-model per-second load.
     Milp {
         /// The model.
@@ -99,7 +113,7 @@ impl Work {
     /// The metrics its row can hold (a simulation leaves out the ones it has no value for).
     pub fn metrics(&self) -> &'static [Metric] {
         match self {
-            Work::Sim { .. } => &Metric::SIM,
+            Work::Sim { .. } | Work::Shared { .. } => &Metric::SIM,
             Work::Milp { .. } => &Metric::MILP,
         }
     }
@@ -149,6 +163,17 @@ impl Job {
                 };
                 sim_metrics(&report)
             }
+            Work::Shared { platform, apps, scheduler, boards, sharing } => {
+                let traces = apps
+                    .iter()
+                    .map(|a| match a {
+                        TraceSource::Synthetic(s) => s.generate().map_err(|e| e.to_string()),
+                        TraceSource::Production(t) => Ok(t.as_ref().clone()),
+                    })
+                    .collect::<Result<Vec<RateTrace>, String>>()?;
+                let plan = Plan::new(*scheduler);
+                shared_metrics(&evaluate_shared(platform, &traces, &plan, *boards, *sharing))
+            }
             Work::Milp { spec, burstiness, intervals, seed } => {
                 let load = bmodel_load(*burstiness, *intervals, 100.0, *seed);
                 let s = solve(spec, &load).map_err(|e| e.to_string())?;
@@ -184,6 +209,27 @@ fn sim_metrics(r: &Report) -> BTreeMap<String, f64> {
         (Metric::Requests, r.requests as f64),
         (Metric::P99Ms, r.latency.p99_ms),
         (Metric::Headroom, r.headroom.map_or(f64::NAN, f64::from)),
+    ])
+    .filter(|(_, v)| v.is_finite())
+    .collect()
+}
+
+/// The applications' figures as one machine's: energy and cost summed (efficiency and relative cost
+/// as ratios of sums), shares weighted by requests.
+fn shared_metrics(reports: &[Report]) -> BTreeMap<String, f64> {
+    let sum = |f: &dyn Fn(&Report) -> f64| reports.iter().map(f).sum::<f64>();
+    let requests = sum(&|r| r.requests as f64).max(1.0);
+    named([
+        (Metric::EnergyEfficiency, sum(&|r| r.ideal_energy_j) / sum(&|r| r.energy_j)),
+        (Metric::RelativeCost, sum(&|r| r.cost) / sum(&|r| r.ideal_cost)),
+        (Metric::CpuShare, sum(&|r| r.cpu_share * r.requests as f64) / requests),
+        (Metric::FpgaSpinUps, sum(&|r| r.fpga.spin_ups as f64)),
+        (Metric::MissShare, sum(&|r| r.miss_share * r.requests as f64) / requests),
+        (Metric::EnergyJ, sum(&|r| r.energy_j)),
+        (Metric::Cost, sum(&|r| r.cost)),
+        (Metric::IdealEnergyJ, sum(&|r| r.ideal_energy_j)),
+        (Metric::IdealCost, sum(&|r| r.ideal_cost)),
+        (Metric::Requests, requests),
     ])
     .filter(|(_, v)| v.is_finite())
     .collect()
