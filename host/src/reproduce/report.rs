@@ -84,8 +84,13 @@ fn section(e: &dyn Experiment, claims: &[Comparison], tables: &Tables) -> String
         return r;
     }
     let _ = writeln!(r, "Files: `{id}/{id}.csv`, `{id}/{id}.json`, `{id}/{id}.png`, `{id}/{id}.svg`.\n");
-    let _ = writeln!(r, "| finding | paper | ours | ours / paper |\n|---|---|---|---|");
     let mine: Vec<&Comparison> = claims.iter().filter(|c| c.experiment == id).collect();
+    if mine.is_empty() {
+        // Beyond the paper: no paper figure to compare, only the checks above and the notes.
+        let _ = writeln!(r, "No figure of the paper to compare with; its checks are under Qualitative findings.\n");
+    } else {
+        let _ = writeln!(r, "| finding | paper | ours | ours / paper |\n|---|---|---|---|");
+    }
     for c in &mine {
         let ours = c.ours.map_or("n/a".to_string(), |v| fmt_value(v, c.percent));
         let ratio = c.ratio().map_or("n/a".to_string(), |v| format!("{v:.2}"));

@@ -117,8 +117,17 @@ impl Experiment for Fig4 {
                 .collect();
             v.iter().sum::<f64>() / v.len().max(1) as f64
         };
-        let (ee_e, ee_c, ee_m) = (mean("SporkE", EE), mean("SporkC", EE), mean("MArk-ideal", EE));
-        let (rc_e, rc_c) = (mean("SporkE", RC), mean("SporkC", RC));
+        let (ee_e, ee_c) = (mean("SporkE", EE), mean("SporkC", EE));
+        let (rc_e, rc_c, rc_m) = (mean("SporkE", RC), mean("SporkC", RC), mean("MArk-ideal", RC));
+        // The paper's "up to": the largest ratio over burstiness.
+        let best = t
+            .values("burstiness")
+            .iter()
+            .filter_map(|&b| {
+                let at = [("burstiness", b)];
+                Some(t.get("SporkC", &at, EE.key())? / t.get("MArk-ideal", &at, EE.key())?)
+            })
+            .fold(f64::NAN, f64::max);
         vec![
             Check {
                 finding: "SporkE is more energy efficient than SporkC".into(),
@@ -131,9 +140,15 @@ impl Experiment for Fig4 {
                 detail: format!("mean relative cost: SporkC {rc_c:.3}, SporkE {rc_e:.3}"),
             },
             Check {
-                finding: "SporkC is more energy efficient than MArk-ideal".into(),
-                holds: ee_c > ee_m,
-                detail: format!("SporkC {ee_c:.3}, MArk-ideal {ee_m:.3}"),
+                finding: "SporkC is more energy efficient than MArk-ideal at some burstiness (paper: up to 1.13x)"
+                    .into(),
+                holds: best > 1.0,
+                detail: format!("SporkC / MArk-ideal energy efficiency, largest over burstiness: {best:.3}"),
+            },
+            Check {
+                finding: "MArk-ideal costs about the same as SporkC (within 10%)".into(),
+                holds: (rc_m / rc_c - 1.0).abs() <= 0.1,
+                detail: format!("mean relative cost: MArk-ideal {rc_m:.3}, SporkC {rc_c:.3}"),
             },
         ]
     }
