@@ -87,7 +87,10 @@ fn section(e: &dyn Experiment, claims: &[Comparison], tables: &Tables) -> String
     let mine: Vec<&Comparison> = claims.iter().filter(|c| c.experiment == id).collect();
     if mine.is_empty() {
         // Beyond the paper: no paper figure to compare, only the checks above and the notes.
-        let _ = writeln!(r, "No figure of the paper to compare with; its checks are under Qualitative findings.\n");
+        let _ = writeln!(
+            r,
+            "No figure of the paper to compare with; its checks are under Qualitative findings.\n"
+        );
     } else {
         let _ = writeln!(r, "| finding | paper | ours | ours / paper |\n|---|---|---|---|");
     }

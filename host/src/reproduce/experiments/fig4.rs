@@ -140,8 +140,9 @@ impl Experiment for Fig4 {
                 detail: format!("mean relative cost: SporkC {rc_c:.3}, SporkE {rc_e:.3}"),
             },
             Check {
-                finding: "SporkC is more energy efficient than MArk-ideal at some burstiness (paper: up to 1.13x)"
-                    .into(),
+                finding:
+                    "SporkC is more energy efficient than MArk-ideal at some burstiness (paper: up to 1.13x)"
+                        .into(),
                 holds: best > 1.0,
                 detail: format!("SporkC / MArk-ideal energy efficiency, largest over burstiness: {best:.3}"),
             },
