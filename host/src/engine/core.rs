@@ -135,7 +135,12 @@ impl Engine {
     /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs, warm at time 0,
     /// and the first interval tick due at 0.
     pub fn begin(&mut self, horizon: Time, fx: &mut impl Effects) {
-        let initial = self.caps.clip(Kind::Fpga, self.allocator.initial());
+        let mut initial = self.plan_caps.clip(Kind::Fpga, self.allocator.initial());
+        if self.share.is_some() {
+            // Boards shared with other pools: the warm ones are claimed like any others.
+            self.claim_boards(initial, &IntervalStats::default());
+            initial = self.caps.clip(Kind::Fpga, initial);
+        }
         for _ in 0..initial {
             let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
             fx.spin_up(id, Kind::Fpga, 0, 0);
