@@ -309,3 +309,23 @@ fn record_load_writes_the_measured_reconfiguration_into_the_manifest() {
     let m = std::fs::read_to_string(sim.join("sobel.toml")).expect("manifest");
     assert!(m.contains("[measured]") && m.contains("load_s = ") && m.contains("spork run"), "{m}");
 }
+
+#[test]
+fn serve_refuses_bad_board_settings_before_it_listens() {
+    // Each is refused at start-up, with what to do instead; none gets as far as a socket.
+    let cases: [(&[&str], &str); 4] = [
+        (&["serve", "--board", "sim", "--crosscheck"], "needs --board model"),
+        (&["serve", "--board", "alveo", "--boards", "2"], "a real board is one board"),
+        (&["serve", "--boards", "100000"], "more than a pool may hold"),
+        (&["serve", "--models", "dense", "--io-threads", "0"], "io_threads 0 must be from 1 to 256"),
+    ];
+    for (args, needle) in cases {
+        let o = spork(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(dir.path(), "serve.toml", "board = \"alveo\"\n[real_board]\nxclbn = \"x\"\n");
+    let e = stderr(&spork(&["serve", "--config", &f]));
+    assert!(e.contains("serve.toml:3") && e.contains("xclbn") && e.contains("real_board"), "{e}");
+}

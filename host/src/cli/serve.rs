@@ -245,9 +245,10 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernel.board = own;
         kernels.push(kernel);
     }
+    // The server's board; a real board's models each have their own (above), so it goes unused.
     let board = match which {
         BoardArg::Model => Board::Model(crosscheck.then(|| Arc::new(CrossCheck::default()))),
-        _ => Board::Sim,
+        BoardArg::Sim | BoardArg::Alveo | BoardArg::F1 => Board::Sim,
     };
     let token = match args.token_file.or(file.token_file) {
         Some(p) => Some(token(&p)?),

@@ -5,7 +5,6 @@ use super::effects::{Arrival, Assignment, Effects};
 use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
 use super::timers::{Due, Timer, Timers};
-use crate::model::time::to_secs;
 use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
 use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
@@ -135,12 +134,10 @@ impl Engine {
     /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs, warm at time 0,
     /// and the first interval tick due at 0.
     pub fn begin(&mut self, horizon: Time, fx: &mut impl Effects) {
-        let mut initial = self.plan_caps.clip(Kind::Fpga, self.allocator.initial());
-        if self.share.is_some() {
-            // Boards shared with other pools: the warm ones are claimed like any others.
-            self.claim_boards(initial, &IntervalStats::default());
-            initial = self.caps.clip(Kind::Fpga, initial);
-        }
+        // Boards shared with other pools: the warm ones are claimed like any others.
+        let want = self.plan_caps.clip(Kind::Fpga, self.allocator.initial());
+        self.claim_boards(want, &IntervalStats::default());
+        let initial = self.caps.clip(Kind::Fpga, want);
         for _ in 0..initial {
             let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
             fx.spin_up(id, Kind::Fpga, 0, 0);
@@ -368,9 +365,7 @@ impl Engine {
         };
         self.work = PerKind::default();
         let want = self.plan_caps.clip(Kind::Fpga, self.allocator.plan(&stats));
-        if self.share.is_some() {
-            self.claim_boards(want, &stats);
-        }
+        self.claim_boards(want, &stats);
         self.target = self.caps.clip(Kind::Fpga, want);
         let changes = self.reconcile.on_tick(&self.pool, self.target, now);
         self.apply(changes, now, fx);
@@ -378,10 +373,11 @@ impl Engine {
         self.next_tick = Some(now + self.platform.interval());
     }
 
-    /// Bids for shared boards and takes the cap granted (never above the plan's own).
+    /// With shared boards, bids for them and takes the cap granted (never above the plan's own);
+    /// otherwise nothing.
     fn claim_boards(&mut self, want: u32, stats: &IntervalStats) {
         let Some(share) = self.share.as_mut() else { return };
-        let work_s = to_secs(stats.fpga_work) + to_secs(stats.cpu_work) / self.platform.fpga.speedup;
+        let work_s = stats.fpga_seconds(self.platform.fpga.speedup);
         let held = self.pool.allocated(Kind::Fpga) + self.pool.spinning_down(Kind::Fpga);
         let bid = Bid { want, held, value: Value::of(&self.objective, &self.platform, work_s) };
         let granted = share.claim(bid);

@@ -172,11 +172,6 @@ impl Books {
         Books { boards, sharing, bids: vec![None; pools], reserved: vec![0; pools] }
     }
 
-    /// The boards shared.
-    pub fn boards(&self) -> u32 {
-        self.boards
-    }
-
     /// Records `pool`'s bid and returns its FPGA cap until its next claim: its grant among the latest
     /// bids of every pool, within the boards no other pool holds or may still spin up.
     pub fn claim(&mut self, pool: usize, bid: Bid) -> u32 {

@@ -16,7 +16,7 @@ pub use demand::{Demand, needed_fpgas};
 pub use mark_ideal::MarkIdeal;
 pub use spork::{Histogram, SporkAllocator};
 
-use crate::model::{Time, pool::Released};
+use crate::model::{Time, pool::Released, time::to_secs};
 
 /// What the last interval ran, as the allocator sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -29,6 +29,13 @@ pub struct IntervalStats {
     pub cpu_work: Time,
     /// FPGAs currently allocated (spinning up or active), Algorithm 2's n_curr.
     pub fpgas_allocated: u32,
+}
+
+impl IntervalStats {
+    /// Algorithm 1's λ = F + C/S: the interval's work in FPGA-seconds at `speedup`.
+    pub fn fpga_seconds(&self, speedup: f64) -> f64 {
+        to_secs(self.fpga_work) + to_secs(self.cpu_work) / speedup
+    }
 }
 
 /// A per-interval FPGA allocator.

@@ -85,9 +85,9 @@ impl SporkAllocator {
         }
     }
 
-    /// Algorithm 1's NeededFPGAs for an interval that ran `fpga_s` on FPGAs and `cpu_s` on CPUs.
-    pub fn needed(&self, fpga_s: f64, cpu_s: f64) -> u32 {
-        needed_fpgas(fpga_s + cpu_s / self.speedup, self.interval_s, self.breakeven_s)
+    /// Algorithm 1's NeededFPGAs for an interval that ran `stats`.
+    pub fn needed(&self, stats: &IntervalStats) -> u32 {
+        needed_fpgas(stats.fpga_seconds(self.speedup), self.interval_s, self.breakeven_s)
     }
 
     /// The histogram of counts seen two intervals after `n`.
@@ -178,7 +178,7 @@ impl Allocator for SporkAllocator {
         if stats.index == 0 {
             return stats.fpgas_allocated; // no interval has run yet: nothing to learn from
         }
-        let n_prev = self.needed(to_secs(stats.fpga_work), to_secs(stats.cpu_work));
+        let n_prev = self.needed(stats);
         self.recent = [self.recent[1], self.recent[2], Some(n_prev)];
         if let Some(n3) = self.recent[0] {
             self.observe(n3, n_prev);

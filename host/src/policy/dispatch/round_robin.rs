@@ -4,11 +4,11 @@
 //!
 //! Plain (`round-robin`): over workers of any type. Tiered (`round-robin-tiered`, MArk's): over the
 //! provisioned FPGAs only; a request none of them can take in time goes to the burst tier, CPUs that
-//! scale per request: packed onto the busiest CPU that still meets the deadline (so the tier shrinks
-//! as soon as a burst passes, each CPU idling out on its own timer), or a new one.
+//! scale per request, placed by efficient-first over CPUs ([`super::rescue`]'s rule): the busiest CPU
+//! that still meets the deadline (so the tier shrinks as soon as a burst passes, each CPU idling out
+//! on its own timer), or a new one.
 
-use super::{Fleet, Job, Placement, can_meet, fallback};
-use crate::model::pool::Phase;
+use super::{EfficientFirst, Fleet, Job, Placement, can_meet, fallback};
 use crate::model::{Kind, Pool, Time, WorkerId, WorkerState};
 
 /// Round robin over pool slots.
@@ -17,32 +17,25 @@ pub struct RoundRobin {
     fleet: Fleet,
     fpga_spin_up: Time,
     next: usize,
-    /// Rotate over FPGAs only; CPUs are a packed burst tier.
-    tiered: bool,
+    /// The burst tier, when tiered: efficient-first over CPUs (the rotation is then over FPGAs only).
+    burst: Option<EfficientFirst>,
 }
 
 impl RoundRobin {
     /// For workers of `fleet`; FPGAs take `fpga_spin_up` to spin up.
     pub fn new(fleet: Fleet, fpga_spin_up: Time) -> Self {
-        RoundRobin { fleet, fpga_spin_up, next: 0, tiered: false }
+        RoundRobin { fleet, fpga_spin_up, next: 0, burst: None }
     }
 
-    /// MArk's: the rotation over FPGAs, CPUs a burst tier packed busiest first.
+    /// MArk's: the rotation over FPGAs, CPUs a burst tier (a hybrid fleet; otherwise plain).
     pub fn tiered(fleet: Fleet, fpga_spin_up: Time) -> Self {
-        RoundRobin { tiered: fleet.fpga, ..Self::new(fleet, fpga_spin_up) }
+        let burst = (fleet.fpga && fleet.cpu).then(|| EfficientFirst::new(Fleet::CPU_ONLY, fpga_spin_up));
+        RoundRobin { burst, ..Self::new(fleet, fpga_spin_up) }
     }
 
     /// Whether workers of `kind` are in the rotation.
     fn rotates(&self, kind: Kind) -> bool {
-        self.fleet.allows(kind) && !(self.tiered && kind == Kind::Cpu)
-    }
-
-    /// The burst tier: the busiest CPU that still meets the deadline (active, then spinning up).
-    fn burst(&self, pool: &Pool, job: &Job, now: Time) -> Option<WorkerId> {
-        let limit = job.latest_start(Kind::Cpu)?;
-        [Phase::Active, Phase::Allocating]
-            .into_iter()
-            .find_map(|p| pool.latest_free_by(p, Kind::Cpu, now, limit))
+        self.fleet.allows(kind) && !(self.burst.is_some() && kind == Kind::Cpu)
     }
 
     /// The worker types it places on.
@@ -63,12 +56,9 @@ impl RoundRobin {
                 return Placement::Assign(WorkerId(i as u32));
             }
         }
-        if self.tiered
-            && self.fleet.cpu
-            && let Some(w) = self.burst(pool, job, now)
-        {
-            return Placement::Assign(w);
+        match &mut self.burst {
+            Some(tier) => tier.place(pool, job, now),
+            None => fallback(pool, self.fleet, job, now, self.fpga_spin_up),
         }
-        fallback(pool, self.fleet, job, now, self.fpga_spin_up)
     }
 }
