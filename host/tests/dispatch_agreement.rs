@@ -5,7 +5,8 @@
 
 use proptest::prelude::*;
 use spork::model::{Kind, Pool, Time};
-use spork::policy::{DispatcherKind, Fleet, Job, Placement};
+use spork::policy::dispatch::EfficientFirst;
+use spork::policy::{Dispatcher, Fleet, Job, Placement};
 use spork_golden::dispatch::{Descriptor, Element, select};
 
 /// A pool of warm FPGAs whose queues drain at `busy` (relative to time 0).
@@ -32,7 +33,7 @@ proptest! {
     ) {
         let pool = pool(&busy);
         let deadline = now + slack;
-        let mut host = DispatcherKind::EfficientFirst.build(Fleet::FPGA_ONLY, Time::MAX);
+        let mut host = Dispatcher::EfficientFirst(EfficientFirst::new(Fleet::FPGA_ONLY, Time::MAX));
         let job = Job { deadline, service: [Time::from(est) * 2, Time::from(est)] };
         let placed = host.place(&pool, &job, now);
         let elements: Vec<Element> =

@@ -61,7 +61,8 @@ impl Engine {
     /// [`Engine::new`] with another allocator in place of the scheduler's own (a research allocator,
     /// a bench's fixed pool); everything else is `plan`'s.
     pub fn with_allocator(platform: Platform, plan: &Plan, allocator: Box<dyn Allocator>) -> Self {
-        let dispatcher = plan.dispatcher().build(plan.scheduler.fleet(), platform.fpga.spin_up);
+        let objective = plan.scheduler.objective();
+        let dispatcher = plan.dispatcher().build(plan.scheduler.fleet(), &platform, &objective);
         let reconcile = Reconcile {
             idle_timeout: platform.idle_timeout(Kind::Fpga),
             surplus: plan.scheduler.surplus(),
@@ -77,7 +78,7 @@ impl Engine {
             admission: plan.admission,
             share: None,
             plan_caps: plan.caps,
-            objective: plan.scheduler.objective(),
+            objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering()),
@@ -229,6 +230,7 @@ impl Engine {
         self.optional.0 += u64::from(r.optional > 0);
         let r = admit(r, gate);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
+        self.allocator.on_arrival(now, self.platform.fpga.service(r.size + r.optional), deadline);
         let arrival = self.place(r, deadline, false, fx);
         // Counted once booked: the optional part of a rejected request did not run.
         self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));

@@ -69,6 +69,15 @@ impl Objective {
         let denom = platform.fpga.speedup * r.cpu_busy - r.fpga_busy + r.fpga_idle;
         if denom <= 0.0 { f64::INFINITY } else { ts * r.fpga_idle / denom }
     }
+
+    /// The work, in FPGA-seconds, an FPGA spun up for a burst must take over from CPUs to pay its
+    /// spin-up (charged at the busy rate): `spin_up * B_f / (S * B_c - B_f)`. Infinite when an FPGA
+    /// never saves over a CPU.
+    pub fn spin_up_pays_after_secs(&self, platform: &Platform) -> f64 {
+        let r = self.rates(platform);
+        let saving = platform.fpga.speedup * r.cpu_busy - r.fpga_busy;
+        if saving <= 0.0 { f64::INFINITY } else { to_secs(platform.fpga.spin_up) * r.fpga_busy / saving }
+    }
 }
 
 #[cfg(test)]
@@ -88,6 +97,14 @@ mod tests {
         // The balanced threshold lies between the two.
         let b = Objective::BALANCED.breakeven_secs(&p);
         assert!(b > tb_cpu / s && b < tb_cost, "{b}");
+    }
+
+    #[test]
+    fn a_burst_fpga_pays_after_its_spin_up_energy_in_savings() {
+        // Energy: 10 s * 50 W = 500 J to spin up; each FPGA-second taken from CPUs saves
+        // 2 * 150 - 50 = 250 J: 2 s of work.
+        let p = Platform::default();
+        assert!((Objective::ENERGY.spin_up_pays_after_secs(&p) - 2.0).abs() < 1e-9);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The named schedulers of the paper: an allocator, a default dispatcher and a fleet each.
 
 use super::allocator::{
-    Allocator, CpuDynamic, Demand, FpgaDynamic, FpgaStatic, MarkIdeal, SporkAllocator, SporkIdeal,
+    Allocator, CpuDynamic, Demand, FpgaDynamic, FpgaStatic, MarkIdeal, SporkAllocator, SporkD, SporkIdeal,
 };
 use super::dispatch::{DispatcherKind, Fleet};
 use super::fleet::Surplus;
@@ -26,6 +26,8 @@ pub enum Scheduler {
     Spork(Objective),
     /// Spork with perfect next-interval knowledge.
     SporkIdeal(Objective),
+    /// Spork counting an interval's need from its arrivals' deadlines (beyond the paper).
+    SporkD(Objective),
 }
 
 impl Scheduler {
@@ -44,7 +46,8 @@ impl Scheduler {
 
     /// Names accepted on the command line.
     pub const NAMES: &'static str = "cpu-dynamic, fpga-static, fpga-dynamic, mark-ideal, spork-c, spork-b, \
-        spork-e, spork-c-ideal, spork-e-ideal, spork:<energy weight 0..1>, spork-ideal:<weight>, all";
+        spork-e, spork-c-ideal, spork-e-ideal, spork:<energy weight 0..1>, spork-ideal:<weight>, \
+        spork-d, spork-d:<weight> (deadline-aware, beyond the paper), all";
 
     /// Worker types it uses.
     pub fn fleet(&self) -> Fleet {
@@ -59,6 +62,7 @@ impl Scheduler {
     pub fn default_dispatcher(&self) -> DispatcherKind {
         match self {
             Scheduler::MarkIdeal => MarkIdeal::DISPATCHER,
+            Scheduler::SporkD(_) => DispatcherKind::EfficientFirstWait,
             _ => DispatcherKind::EfficientFirst,
         }
     }
@@ -67,7 +71,7 @@ impl Scheduler {
     /// a board saves it when boards are arbitrated.
     pub fn objective(&self) -> Objective {
         match *self {
-            Scheduler::Spork(o) | Scheduler::SporkIdeal(o) => o,
+            Scheduler::Spork(o) | Scheduler::SporkIdeal(o) | Scheduler::SporkD(o) => o,
             Scheduler::MarkIdeal => Objective::COST,
             _ => Objective::ENERGY,
         }
@@ -75,7 +79,7 @@ impl Scheduler {
 
     /// Whether it needs the trace's per-interval demand in advance.
     pub fn needs_demand(&self) -> bool {
-        !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_))
+        !matches!(self, Scheduler::CpuDynamic | Scheduler::Spork(_) | Scheduler::SporkD(_))
     }
 
     /// What happens to busy FPGAs above the allocator's target (MArk-ideal terminates surplus
@@ -108,6 +112,7 @@ impl Scheduler {
             Scheduler::MarkIdeal => Box::new(MarkIdeal::new(demand(), platform)),
             Scheduler::Spork(o) => Box::new(SporkAllocator::new(o, platform)),
             Scheduler::SporkIdeal(o) => Box::new(SporkIdeal::new(demand(), o, platform)),
+            Scheduler::SporkD(o) => Box::new(SporkD::new(o, platform)),
         }
     }
 }
@@ -138,6 +143,8 @@ impl fmt::Display for Scheduler {
                 Some(n) => write!(f, "Spork{n}-ideal"),
                 None => write!(f, "Spork(e={:.2})-ideal", o.energy),
             },
+            Scheduler::SporkD(o) if *o == Objective::ENERGY => f.write_str("SporkD"),
+            Scheduler::SporkD(o) => write!(f, "SporkD(e={:.2})", o.energy),
         }
     }
 }
@@ -152,11 +159,8 @@ impl FromStr for Scheduler {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let lower = s.trim().to_ascii_lowercase();
-        let weighted = |w: &str, ideal: bool| {
-            w.parse::<f64>()
-                .ok()
-                .and_then(Objective::weighted)
-                .map(|o| if ideal { Scheduler::SporkIdeal(o) } else { Scheduler::Spork(o) })
+        let weighted = |w: &str, variant: fn(Objective) -> Scheduler| {
+            w.parse::<f64>().ok().and_then(Objective::weighted).map(variant)
         };
         let parsed = match lower.as_str() {
             "cpu-dynamic" => Some(Scheduler::CpuDynamic),
@@ -168,9 +172,11 @@ impl FromStr for Scheduler {
             "spork-b" | "sporkb" => Some(Scheduler::Spork(Objective::BALANCED)),
             "spork-e-ideal" | "sporke-ideal" => Some(Scheduler::SporkIdeal(Objective::ENERGY)),
             "spork-c-ideal" | "sporkc-ideal" => Some(Scheduler::SporkIdeal(Objective::COST)),
+            "spork-d" | "sporkd" => Some(Scheduler::SporkD(Objective::ENERGY)),
             other => match other.split_once(':') {
-                Some(("spork", w)) => weighted(w, false),
-                Some(("spork-ideal", w)) => weighted(w, true),
+                Some(("spork", w)) => weighted(w, Scheduler::Spork),
+                Some(("spork-ideal", w)) => weighted(w, Scheduler::SporkIdeal),
+                Some(("spork-d", w)) => weighted(w, Scheduler::SporkD),
                 _ => None,
             },
         };
@@ -198,6 +204,11 @@ mod tests {
             Ok(Scheduler::Spork(Objective { energy: 0.25, cost: 0.75 }))
         );
         assert!("spork:2".parse::<Scheduler>().is_err());
+        assert_eq!("spork-d".parse::<Scheduler>(), Ok(Scheduler::SporkD(Objective::ENERGY)));
+        assert_eq!(Scheduler::SporkD(Objective::ENERGY).to_string(), "SporkD");
+        let half = Objective { energy: 0.5, cost: 0.5 };
+        assert_eq!("spork-d:0.5".parse::<Scheduler>(), Ok(Scheduler::SporkD(half)));
+        assert_eq!(Scheduler::SporkD(half).to_string(), "SporkD(e=0.50)");
         let err = "sprok-e".parse::<Scheduler>().unwrap_err().to_string();
         assert!(err.contains("sprok-e") && err.contains("spork-e"), "{err}");
     }

@@ -7,14 +7,18 @@
 //! (see [`crate::policy::release`]).
 
 mod baselines;
+mod deadline;
 mod demand;
 mod mark_ideal;
 mod spork;
+mod spork_d;
 
 pub use baselines::{CpuDynamic, FpgaDynamic, FpgaStatic, SporkIdeal};
+pub use deadline::{ArrivalProfile, Need};
 pub use demand::{Demand, needed_fpgas};
 pub use mark_ideal::MarkIdeal;
 pub use spork::{Histogram, SporkAllocator};
+pub use spork_d::SporkD;
 
 use crate::model::{Time, pool::Released, time::to_secs};
 
@@ -47,6 +51,10 @@ pub trait Allocator: Send {
 
     /// The FPGA count to hold in interval `stats.index + 1`.
     fn plan(&mut self, stats: &IntervalStats) -> u32;
+
+    /// A request arrived at `at`, taking `fpga_service` on an FPGA, due by `deadline` (what SporkD
+    /// counts its need from; the others count the interval's work).
+    fn on_arrival(&mut self, _at: Time, _fpga_service: Time, _deadline: Time) {}
 
     /// An FPGA finished spinning down (feeds Algorithm 1's lifetime map L).
     fn on_release(&mut self, _released: &Released) {}

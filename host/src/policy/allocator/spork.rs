@@ -173,17 +173,30 @@ impl SporkAllocator {
     }
 }
 
+impl SporkAllocator {
+    /// Algorithm 2 given the last interval's needed count `n_prev` (however it was counted): records
+    /// it two intervals after the count it follows, then predicts from `n_prev` with `n_curr` held.
+    pub fn learn_and_predict(&mut self, n_prev: u32, n_curr: u32) -> u32 {
+        self.recent = [self.recent[1], self.recent[2], Some(n_prev)];
+        if let Some(n3) = self.recent[0] {
+            self.observe(n3, n_prev);
+        }
+        self.predict(n_prev, n_curr)
+    }
+
+    /// Algorithm 1's rounding of a (fractional) FPGA count: the remainder's work is worth an FPGA
+    /// only past the breakeven.
+    pub fn round(&self, fpgas: f64) -> u32 {
+        needed_fpgas(fpgas * self.interval_s, self.interval_s, self.breakeven_s)
+    }
+}
+
 impl Allocator for SporkAllocator {
     fn plan(&mut self, stats: &IntervalStats) -> u32 {
         if stats.index == 0 {
             return stats.fpgas_allocated; // no interval has run yet: nothing to learn from
         }
-        let n_prev = self.needed(stats);
-        self.recent = [self.recent[1], self.recent[2], Some(n_prev)];
-        if let Some(n3) = self.recent[0] {
-            self.observe(n3, n_prev);
-        }
-        self.predict(n_prev, stats.fpgas_allocated)
+        self.learn_and_predict(self.needed(stats), stats.fpgas_allocated)
     }
 
     fn on_release(&mut self, released: &Released) {

@@ -8,6 +8,11 @@
 //! One refinement of the paper's wording: workers still spinning up are ordered by when their queue
 //! drains (ready time plus queued work) rather than by queued work alone; the two orders agree for
 //! workers that started spinning up together, which is how FPGAs are allocated (at interval ticks).
+//!
+//! Beyond the paper (SporkD's dispatcher, `efficient-first-wait`): a request that no allocated
+//! worker can take waits for a new FPGA instead of taking a new CPU when its deadline leaves room for
+//! the FPGA's spin-up and for enough queued work behind it to pay that spin-up. Later requests of the
+//! burst queue on that FPGA while it spins up (efficient-first tries allocating FPGAs before CPUs).
 
 use super::{Fleet, Job, Placement, fallback};
 use crate::model::{Kind, Pool, Time, pool::Phase};
@@ -17,12 +22,20 @@ use crate::model::{Kind, Pool, Time, pool::Phase};
 pub struct EfficientFirst {
     fleet: Fleet,
     fpga_spin_up: Time,
+    /// With the wait rule: the queued work a new FPGA must have room for to pay its spin-up.
+    wait_pays_after: Option<Time>,
 }
 
 impl EfficientFirst {
     /// For workers of `fleet`; FPGAs take `fpga_spin_up` to spin up.
     pub fn new(fleet: Fleet, fpga_spin_up: Time) -> Self {
-        EfficientFirst { fleet, fpga_spin_up }
+        EfficientFirst { fleet, fpga_spin_up, wait_pays_after: None }
+    }
+
+    /// With the wait rule: a request that can start on a new FPGA at least `pays_after` after it is
+    /// ready spins one up rather than a CPU.
+    pub fn waiting(fleet: Fleet, fpga_spin_up: Time, pays_after: Time) -> Self {
+        EfficientFirst { fleet, fpga_spin_up, wait_pays_after: Some(pays_after) }
     }
 
     /// The worker types it places on.
@@ -44,6 +57,15 @@ impl EfficientFirst {
                 }
             }
         }
+        if self.waits_for_fpga(job, now) {
+            return Placement::SpinUp(Kind::Fpga);
+        }
         fallback(pool, self.fleet, job, now, self.fpga_spin_up)
+    }
+
+    fn waits_for_fpga(&self, job: &Job, now: Time) -> bool {
+        let Some(pays_after) = self.wait_pays_after else { return false };
+        let ready = now.saturating_add(self.fpga_spin_up).saturating_add(pays_after);
+        self.fleet.fpga && job.latest_start(Kind::Fpga).is_some_and(|ls| ready <= ls)
     }
 }

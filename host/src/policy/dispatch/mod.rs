@@ -15,8 +15,10 @@ pub use efficient_first::EfficientFirst;
 pub use index_packing::IndexPacking;
 pub use round_robin::RoundRobin;
 
+use super::objective::Objective;
 use crate::model::pool::Numbering;
-use crate::model::{Kind, Pool, Time, WorkerId};
+use crate::model::time::from_secs;
+use crate::model::{Kind, Platform, Pool, Time, WorkerId};
 use serde::Serialize;
 
 /// The worker types a scheduler may use.
@@ -87,6 +89,9 @@ pub enum Dispatcher {
 pub enum DispatcherKind {
     /// Algorithm 3: FPGAs before CPUs; busiest, then least idle, then allocating.
     EfficientFirst,
+    /// Algorithm 3, and a request that can wait for a new FPGA (its spin-up and enough work behind
+    /// it to pay for it) spins one up instead of a CPU (SporkD's; beyond the paper).
+    EfficientFirstWait,
     /// Rotate over allocated workers, skipping those that would miss the deadline.
     RoundRobin,
     /// MArk's: rotate over the provisioned FPGAs; the rest goes to a burst tier of CPUs, packed.
@@ -101,19 +106,29 @@ pub enum DispatcherKind {
 
 impl DispatcherKind {
     /// Every dispatcher.
-    pub const ALL: [DispatcherKind; 5] = [
+    pub const ALL: [DispatcherKind; 6] = [
         DispatcherKind::EfficientFirst,
+        DispatcherKind::EfficientFirstWait,
         DispatcherKind::RoundRobin,
         DispatcherKind::RoundRobinTiered,
         DispatcherKind::IndexPacking,
         DispatcherKind::IndexPackingAlloc,
     ];
 
-    /// A fresh dispatcher for `fleet`, whose FPGAs take `fpga_spin_up` to spin up.
-    pub fn build(self, fleet: Fleet, fpga_spin_up: Time) -> Dispatcher {
+    /// A fresh dispatcher for `fleet` on `platform`; the wait rule pays spin-ups by `objective`.
+    pub fn build(self, fleet: Fleet, platform: &Platform, objective: &Objective) -> Dispatcher {
+        let fpga_spin_up = platform.fpga.spin_up;
         match self {
             DispatcherKind::EfficientFirst => {
                 Dispatcher::EfficientFirst(EfficientFirst::new(fleet, fpga_spin_up))
+            }
+            DispatcherKind::EfficientFirstWait => {
+                let pays = objective.spin_up_pays_after_secs(platform);
+                Dispatcher::EfficientFirst(if pays.is_finite() {
+                    EfficientFirst::waiting(fleet, fpga_spin_up, from_secs(pays))
+                } else {
+                    EfficientFirst::new(fleet, fpga_spin_up) // an FPGA never pays: never wait
+                })
             }
             DispatcherKind::RoundRobin => Dispatcher::RoundRobin(RoundRobin::new(fleet, fpga_spin_up)),
             DispatcherKind::RoundRobinTiered => {
@@ -137,6 +152,7 @@ impl DispatcherKind {
     pub fn name(self) -> &'static str {
         match self {
             DispatcherKind::EfficientFirst => "efficient-first",
+            DispatcherKind::EfficientFirstWait => "efficient-first-wait",
             DispatcherKind::RoundRobin => "round-robin",
             DispatcherKind::RoundRobinTiered => "round-robin-tiered",
             DispatcherKind::IndexPacking => "index-packing",
@@ -169,7 +185,7 @@ impl Dispatcher {
 /// An unknown dispatcher name.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error(
-    "unknown dispatcher '{0}': expected efficient-first, round-robin, round-robin-tiered, index-packing or index-packing-alloc"
+    "unknown dispatcher '{0}': expected efficient-first, efficient-first-wait, round-robin, round-robin-tiered, index-packing or index-packing-alloc"
 )]
 pub struct UnknownDispatcher(pub String);
 
@@ -186,7 +202,7 @@ impl std::str::FromStr for DispatcherKind {
 /// whatever the scheduler's fleet (CPUs are the fallback: a new one is ready in milliseconds), with
 /// the request's original deadline.
 pub fn rescue(fpga_spin_up: Time) -> Dispatcher {
-    DispatcherKind::EfficientFirst.build(Fleet::CPU_ONLY, fpga_spin_up)
+    Dispatcher::EfficientFirst(EfficientFirst::new(Fleet::CPU_ONLY, fpga_spin_up))
 }
 
 /// What every dispatcher does when no allocated worker can meet the deadline.

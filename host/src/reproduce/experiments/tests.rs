@@ -65,7 +65,10 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
         assert_eq!(by_id(e.id()).map(|x| x.id()), Some(e.id()));
     }
     assert!(by_id("table9prod").is_none(), "a folder is not an experiment");
-    assert_eq!(ids(), ["boards", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "table8", "table9"]);
+    assert_eq!(
+        ids(),
+        ["boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "table8", "table9"]
+    );
 }
 
 #[test]
@@ -153,6 +156,7 @@ fn checks_cover_every_point_they_name() {
     assert_eq!(n(&Fig5), 2);
     assert_eq!(n(&Table9), 3);
     assert_eq!(n(&Boards), 5);
+    assert_eq!(n(&Deadline), 10);
     // On equal numbers nothing strictly better holds: the checks read the points, not constants.
     assert!(!Fig4.checks(tables.get("fig4").unwrap())[0].holds);
 }
@@ -160,7 +164,10 @@ fn checks_cover_every_point_they_name() {
 #[test]
 fn the_report_order_lists_synthetic_experiments_before_production() {
     let order: Vec<&str> = all().iter().map(|e| e.id()).collect();
-    assert_eq!(order, ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "boards", "table9", "table8"]);
+    assert_eq!(
+        order,
+        ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "boards", "deadline", "table9", "table8"]
+    );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
     assert_eq!(production, BTreeSet::from(["table8", "table9"]));
 }
