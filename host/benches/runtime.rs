@@ -51,7 +51,7 @@ fn dispatch_decision(c: &mut Criterion) {
         t += 200_000;
         engine.advance(t, false, &mut ());
         let s = Instant::now();
-        black_box(engine.arrive(Request { arrival: t, size, optional: 0 }, &mut ()));
+        black_box(engine.arrive(Request::new(t, size, 0), &mut ()));
         hist.record(s.elapsed().as_nanos() as u64).expect("record");
     }
     eprintln!(
@@ -65,7 +65,7 @@ fn dispatch_decision(c: &mut Criterion) {
         b.iter(|| {
             t += 200_000;
             engine.advance(t, false, &mut ());
-            black_box(engine.arrive(Request { arrival: t, size, optional: 0 }, &mut ()))
+            black_box(engine.arrive(Request::new(t, size, 0), &mut ()))
         })
     });
 }

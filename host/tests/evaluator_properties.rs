@@ -109,6 +109,7 @@ fn trace_strategy() -> impl Strategy<Value = Vec<Request>> {
                 minute_rates: rates,
                 size: from_secs((size * 1e4).round() / 1e4),
                 optional: 0,
+                size_cv: 0.0,
                 duration,
                 seed,
             };

@@ -53,6 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         workers: 100.0,
         seed: args.seed,
         optional_factor: 0.0,
+        size_cv: 0.0,
     }
     .generate()?;
     let mut rows = Vec::new();

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spork::evaluate::{Plan, Report, evaluate};
 use spork::model::Platform;
+use spork::policy::estimate::{InvalidStatistic, Statistic};
 use spork::policy::{DispatcherKind, Scheduler};
 
 /// Options of `spork simulate`.
@@ -34,12 +35,37 @@ pub struct Args {
     /// Pool caps and brownout.
     #[command(flatten)]
     pool: PoolArgs,
+    /// With unknown sizes (--size-cv, or a trace file's size_cv): what requests are dispatched at,
+    /// `mean` (EWMA of the sizes measured so far), a percentile such as `p95` of the recent ones, or
+    /// `known` (each request's own size, an oracle) [default: mean when sizes spread, else known].
+    #[arg(long, value_name = "ESTIMATE")]
+    size_estimate: Option<SizeEstimate>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
     /// Run beyond the work budget (5e9 simulated requests over all schedulers).
     #[arg(long)]
     force: bool,
+}
+
+/// What `--size-estimate` names.
+#[derive(Clone, Copy, Debug)]
+enum SizeEstimate {
+    /// Each request's own size (an oracle).
+    Known,
+    /// A statistic of the measured sizes.
+    At(Statistic),
+}
+
+impl std::str::FromStr for SizeEstimate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.trim().eq_ignore_ascii_case("known") {
+            return Ok(SizeEstimate::Known);
+        }
+        s.parse().map(SizeEstimate::At).map_err(|e: InvalidStatistic| format!("{e}, or known"))
+    }
 }
 
 /// Simulated requests one invocation may run without `--force`: about ten minutes of one core at the
@@ -75,9 +101,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let platform = args.platform.platform()?;
     let (trace, summary) = args.trace.load()?;
     let started = std::time::Instant::now();
+    let sizes = match args.size_estimate {
+        Some(SizeEstimate::Known) => None,
+        Some(SizeEstimate::At(s)) => Some(s),
+        None => (trace.size_cv > 0.0).then_some(Statistic::Mean),
+    };
     let plans = args.pool.plans(&schedulers, trace.optional > 0, None, |s| Plan {
         dispatcher: args.dispatcher,
         max_headroom: args.max_headroom,
+        sizes,
         ..Plan::new(s)
     })?;
     let total = summary.expected_requests * plans.len() as f64;
@@ -97,6 +129,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         out!("{}", table::trace_line(&summary, &platform));
         out!("{}\n", table::reports(&reports));
+        for r in reports.iter().filter(|r| r.size_error.is_some()) {
+            let (error, met) = (r.size_error.unwrap_or(0.0), 1.0 - r.miss_share);
+            eprintln!(
+                "{}: sizes estimated ({}), estimate error (mean absolute / mean size) {:.1}%, SLO attainment {:.3}%",
+                r.scheduler,
+                sizes.map_or("known".to_string(), |s| s.to_string()),
+                error * 100.0,
+                met * 100.0
+            );
+        }
         eprintln!("evaluated {} scheduler(s) in {:.1} s", reports.len(), started.elapsed().as_secs_f64());
     }
     Ok(())

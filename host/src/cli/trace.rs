@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone)]
 pub struct TraceArgs {
     /// Replay this trace file (from `spork trace gen`) instead of generating one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["burstiness", "size", "workers", "duration", "seed", "optional_factor"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["burstiness", "size", "workers", "duration", "seed", "optional_factor", "size_cv"])]
     pub trace: Option<PathBuf>,
     /// Generator options, when no file is given.
     #[command(flatten)]
@@ -113,6 +113,10 @@ pub struct GenArgs {
     /// Give each request an optional part of this many times its size (what brownout may skip).
     #[arg(long, default_value_t = 0.0)]
     pub optional_factor: f64,
+    /// Unknown request sizes: each request's size is drawn log-normal around --size with this
+    /// coefficient of variation, and schedulers see only an online estimate (see --size-estimate).
+    #[arg(long, default_value_t = 0.0)]
+    pub size_cv: f64,
 }
 
 impl GenArgs {
@@ -125,6 +129,7 @@ impl GenArgs {
             workers: self.workers,
             seed: self.seed,
             optional_factor: self.optional_factor,
+            size_cv: self.size_cv,
         }
     }
 }

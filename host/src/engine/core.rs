@@ -4,10 +4,12 @@ use super::brownout::BrownoutLoop;
 use super::effects::{Arrival, Assignment, Effects};
 use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
+use super::sizes::SizeBook;
 use super::timers::{Due, Timer, Timers};
 use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
 use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
+use crate::policy::estimate::Statistic;
 use crate::policy::fleet::{Change, Reconcile};
 use crate::policy::release::may_release;
 use crate::policy::{
@@ -32,6 +34,10 @@ pub struct Engine {
     /// What a board saves this pool is judged by.
     objective: Objective,
     brownout: Option<BrownoutLoop>,
+    /// Unknown sizes: the statistic to book at, and the book (opened at the first arrival, from its
+    /// nominal size).
+    size_statistic: Option<Statistic>,
+    sizes: Option<SizeBook>,
     pool: Pool,
     timers: Timers,
     target: u32,
@@ -80,6 +86,8 @@ impl Engine {
             plan_caps: plan.caps,
             objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
+            size_statistic: plan.sizes,
+            sizes: None,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering()),
             timers: Timers::default(),
@@ -230,8 +238,10 @@ impl Engine {
         self.optional.0 += u64::from(r.optional > 0);
         let r = admit(r, gate);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
-        self.allocator.on_arrival(now, self.platform.fpga.service(r.size + r.optional), deadline);
-        let arrival = self.place(r, deadline, false, fx);
+        let estimate = self.estimate_size(&r);
+        let fpga_service = self.platform.fpga.service(estimate.unwrap_or(r.size) + r.optional);
+        self.allocator.on_arrival(now, fpga_service, deadline);
+        let arrival = self.place(r, deadline, false, estimate, fx);
         // Counted once booked: the optional part of a rejected request did not run.
         self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
         arrival
@@ -248,7 +258,8 @@ impl Engine {
         fx: &mut impl Effects,
     ) -> Arrival {
         let r = Request { arrival: now.max(r.arrival), ..r };
-        self.place(r, deadline, true, fx)
+        let estimate = self.estimate_size(&r);
+        self.place(r, deadline, true, estimate, fx)
     }
 
     /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
@@ -291,7 +302,15 @@ impl Engine {
             intervals: self.intervals,
             events: self.events,
             capped: self.capped,
+            size_error: self.sizes.as_ref().and_then(SizeBook::mean_error),
         }
+    }
+
+    /// With unknown sizes, what `r` is booked at: the estimate at its arrival.
+    fn estimate_size(&mut self, r: &Request) -> Option<Time> {
+        let statistic = self.size_statistic?;
+        let book = self.sizes.get_or_insert_with(|| SizeBook::new(statistic, r.nominal));
+        Some(book.estimate(r.arrival))
     }
 
     fn arm(&mut self, id: WorkerId, now: Time) {
@@ -406,13 +425,24 @@ impl Engine {
         }
     }
 
-    /// Dispatches `r` (its optional part already decided) and books it.
+    /// Dispatches `r` (its optional part already decided) and books it. With unknown sizes the dispatcher and the admission rule see the job at `estimate`; the pool
+    /// books what it really takes.
     #[inline]
-    fn place(&mut self, r: Request, deadline: Time, rescue: bool, fx: &mut impl Effects) -> Arrival {
+    fn place(
+        &mut self,
+        r: Request,
+        deadline: Time,
+        rescue: bool,
+        estimate: Option<Time>,
+        fx: &mut impl Effects,
+    ) -> Arrival {
         let now = r.arrival;
-        let work = r.size + r.optional;
-        let job =
-            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] };
+        let job_of = |size: Time| {
+            let work = size + r.optional;
+            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] }
+        };
+        let actual = job_of(r.size);
+        let job = estimate.map_or(actual, job_of);
         let (placement, fleet) = if rescue {
             (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
         } else {
@@ -436,7 +466,11 @@ impl Engine {
             self.tally.rejected += 1;
             return Arrival::Rejected;
         }
-        Arrival::Assigned(self.book(r, id, job, fx))
+        let booked = self.book(r, id, actual, fx);
+        if let (Some(e), Some(book)) = (estimate, self.sizes.as_mut()) {
+            book.booked(e, r.size, booked.finish);
+        }
+        Arrival::Assigned(booked)
     }
 
     /// Whether the admission rule lets `job` join worker `id`'s queue at `now`.

@@ -26,6 +26,7 @@ mod effects;
 mod outcome;
 mod plan;
 mod replay;
+pub mod sizes;
 mod timers;
 
 pub use brownout::PoolBrownout;

@@ -69,4 +69,6 @@ pub struct Outcome {
     /// Requests that arrived with an optional part, and those booked with it (all of those booked,
     /// without brownout).
     pub optional: (u64, u64),
+    /// With unknown sizes, the size estimates' mean absolute error relative to the mean size.
+    pub size_error: Option<f64>,
 }

@@ -2,6 +2,7 @@
 
 use super::brownout::PoolBrownout;
 use crate::model::{Platform, Request, Time};
+use crate::policy::estimate::Statistic;
 use crate::policy::{Admission, Caps, Demand, DispatcherKind, Scheduler};
 use std::sync::Arc;
 
@@ -23,6 +24,9 @@ pub struct Plan {
     /// Seed of the brownout dimmer's draws. A live run and its evaluator prediction share it, so the
     /// prediction makes the same draws.
     pub seed: u64,
+    /// Unknown sizes: requests are dispatched at this statistic of the sizes measured so far
+    /// ([`super::sizes`]); `None` dispatches at each request's own size, known in advance (the paper).
+    pub sizes: Option<Statistic>,
 }
 
 impl Plan {
@@ -36,6 +40,7 @@ impl Plan {
             brownout: None,
             admission: Admission::QueueLate,
             seed: 0,
+            sizes: None,
         }
     }
 

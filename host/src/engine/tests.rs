@@ -8,7 +8,7 @@ use crate::policy::{Caps, Scheduler};
 const MS: Time = 1_000_000;
 
 fn request(at: Time, size: Time) -> Request {
-    Request { arrival: at, size, optional: 0 }
+    Request::new(at, size, 0)
 }
 
 fn engine(scheduler: Scheduler, caps: Caps, headroom: u32) -> Engine {

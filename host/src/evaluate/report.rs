@@ -89,6 +89,9 @@ pub struct Report {
     pub simulated_s: f64,
     /// Events processed.
     pub events: u64,
+    /// With unknown sizes, the size estimates' mean absolute error relative to the mean size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_error: Option<f64>,
 }
 
 impl Report {
@@ -148,6 +151,7 @@ impl Report {
             intervals: outcome.intervals,
             simulated_s: to_secs(outcome.end),
             events: outcome.events,
+            size_error: outcome.size_error,
         }
     }
 }

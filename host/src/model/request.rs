@@ -11,11 +11,20 @@ pub struct Request {
     pub size: Time,
     /// Service time on a CPU worker of the optional part (0: none); brownout decides whether it runs.
     pub optional: Time,
+    /// The size its deadline is set from: the application's nominal size. Equal to `size` when sizes
+    /// are known; with unknown sizes (`--size-cv`) the request's own size varies around it, and only
+    /// an estimate of it is known before it runs.
+    pub nominal: Time,
 }
 
 impl Request {
-    /// The absolute deadline: arrival plus `factor` times the size (the paper uses 10).
+    /// A request whose size is known: its deadline is set from its own size.
+    pub fn new(arrival: Time, size: Time, optional: Time) -> Self {
+        Request { arrival, size, optional, nominal: size }
+    }
+
+    /// The absolute deadline: arrival plus `factor` times the nominal size (the paper uses 10).
     pub fn deadline(&self, factor: f64) -> Time {
-        self.arrival + (self.size as f64 * factor).round() as Time
+        self.arrival + (self.nominal as f64 * factor).round() as Time
     }
 }

@@ -1,34 +1,107 @@
-//! Online size estimation: a served request's CPU time is not known when it arrives, so it is
-//! estimated from its input (items times an exponentially weighted mean of the CPU seconds per item
-//! measured so far), and each CPU answer refines the mean. The allocator's interval work and the
-//! dispatcher's deadline checks read these estimates; the error is measured and reported.
+//! Online size estimation: a request's CPU time is not known when it arrives, so it is estimated from
+//! its input (items times a statistic of the CPU seconds per item measured so far), and each
+//! completed request refines it. The statistic is the exponentially weighted mean, or a high
+//! percentile of the recent measurements (a request sized at the p95 rarely overruns its booking, at
+//! the price of booking more than it takes). The live runtime, the server and the evaluator's
+//! unknown-size runs share this code; the error is measured and reported.
 
 use crate::model::Time;
 use crate::model::time::{from_secs, to_secs};
+use std::fmt;
+use std::str::FromStr;
 
 /// Weight of each new measurement: about the last 20 CPU answers dominate, so the mean follows a
 /// machine that slows down under load within a fraction of a second of traffic.
 pub const ALPHA: f64 = 0.05;
 
-/// The per-kernel estimator.
+/// Measurements a percentile is taken over: enough for a p99 to rest on a few samples.
+pub const WINDOW: usize = 512;
+
+/// Measurements between two recomputations of the percentile (a partial sort of the window).
+const REFRESH: u32 = 32;
+
+/// Which statistic of the measured sizes a request is booked at.
 #[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Statistic {
+    /// The exponentially weighted mean.
+    Mean,
+    /// This quantile (0 to 1) of the last [`WINDOW`] measurements.
+    Percentile(f64),
+}
+
+/// A statistic that is neither `mean` nor `p<percent>`.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("invalid size estimate '{0}': expected mean or a percentile such as p95 (p50 to p99.9)")]
+pub struct InvalidStatistic(pub String);
+
+impl FromStr for Statistic {
+    type Err = InvalidStatistic;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let lower = s.trim().to_ascii_lowercase();
+        if lower == "mean" {
+            return Ok(Statistic::Mean);
+        }
+        lower
+            .strip_prefix('p')
+            .and_then(|p| p.parse::<f64>().ok())
+            .filter(|p| (50.0..=99.9).contains(p))
+            .map(|p| Statistic::Percentile(p / 100.0))
+            .ok_or_else(|| InvalidStatistic(s.to_string()))
+    }
+}
+
+impl fmt::Display for Statistic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Statistic::Mean => f.write_str("mean"),
+            Statistic::Percentile(q) => write!(f, "p{}", q * 100.0),
+        }
+    }
+}
+
+/// The per-kernel (per-application) estimator.
+#[derive(Clone, Debug, PartialEq)]
 pub struct SizeEstimator {
+    statistic: Statistic,
     secs_per_item: f64,
+    /// The last [`WINDOW`] measurements (seconds per item), oldest overwritten first.
+    recent: Vec<f64>,
+    next: usize,
+    quantile: Option<f64>,
+    since_refresh: u32,
 }
 
 impl SizeEstimator {
-    /// Starting from `items_per_sec`, the CPU reference's calibrated speed.
+    /// The mean, starting from `items_per_sec` (the CPU reference's calibrated speed).
     pub fn new(items_per_sec: f64) -> Self {
-        SizeEstimator { secs_per_item: 1.0 / items_per_sec.max(f64::MIN_POSITIVE) }
+        Self::with(Statistic::Mean, items_per_sec)
+    }
+
+    /// `statistic`, starting from `items_per_sec`; a percentile reads the mean until it has
+    /// [`REFRESH`] measurements.
+    pub fn with(statistic: Statistic, items_per_sec: f64) -> Self {
+        SizeEstimator {
+            statistic,
+            secs_per_item: 1.0 / items_per_sec.max(f64::MIN_POSITIVE),
+            recent: Vec::new(),
+            next: 0,
+            quantile: None,
+            since_refresh: 0,
+        }
     }
 
     /// The estimated CPU time of `items` (at least 1 ns: a request always takes some time).
     pub fn estimate(&self, items: u64) -> Time {
-        from_secs(items as f64 * self.secs_per_item).max(1)
+        let per_item = match self.statistic {
+            Statistic::Mean => self.secs_per_item,
+            Statistic::Percentile(_) => self.quantile.unwrap_or(self.secs_per_item),
+        };
+        from_secs(items as f64 * per_item).max(1)
     }
 
-    /// A CPU worker took `took` for `items`: the mean moves toward it. Returns the relative error the
-    /// estimate had (|estimate - actual| / actual), or `None` for an empty request.
+    /// A request of `items` took `took`: the statistic moves toward it. Returns the relative error
+    /// the estimate had (|estimate - actual| / actual), or `None` for an empty request.
     pub fn observe(&mut self, items: u64, took: Time) -> Option<f64> {
         if items == 0 || took == 0 {
             return None;
@@ -36,7 +109,27 @@ impl SizeEstimator {
         let estimate = self.estimate(items);
         let measured = to_secs(took) / items as f64;
         self.secs_per_item += ALPHA * (measured - self.secs_per_item);
+        if let Statistic::Percentile(q) = self.statistic {
+            self.remember(measured, q);
+        }
         Some((estimate as f64 - took as f64).abs() / took as f64)
+    }
+
+    fn remember(&mut self, measured: f64, q: f64) {
+        if self.recent.len() < WINDOW {
+            self.recent.push(measured);
+        } else {
+            self.recent[self.next] = measured;
+        }
+        self.next = (self.next + 1) % WINDOW;
+        self.since_refresh += 1;
+        if self.since_refresh >= REFRESH {
+            self.since_refresh = 0;
+            let mut sorted = self.recent.clone();
+            let rank = ((sorted.len() - 1) as f64 * q).round() as usize;
+            let (_, v, _) = sorted.select_nth_unstable_by(rank, f64::total_cmp);
+            self.quantile = Some(*v);
+        }
     }
 }
 
@@ -63,6 +156,32 @@ mod tests {
         assert_eq!(e.observe(0, 20_000), None);
     }
 
+    #[test]
+    fn a_percentile_books_the_high_sizes_by_hand() {
+        // One item per request; sizes 1..=64 us, each once, in a scrambled order (37 is coprime
+        // with 64); the percentile is recomputed at the 32nd and 64th. The p95 by the nearest rank
+        // on (n - 1) q: round(63 * 0.95) = 60, the 61st smallest: 61 us.
+        let scrambled = |i: u64| ((i * 37) % 64 + 1) * 1_000;
+        let mut e = SizeEstimator::with(Statistic::Percentile(0.95), 1e5);
+        assert_eq!(e.estimate(1), 10_000, "before any measurement: the starting mean");
+        (0..64).for_each(|i| _ = e.observe(1, scrambled(i)));
+        assert_eq!(e.estimate(1), 61_000);
+        assert_eq!(e.estimate(3), 183_000, "per item, times the items");
+        // The mean of the same samples is pulled from 10 us toward them, well below the p95.
+        let mut m = SizeEstimator::new(1e5);
+        (0..64).for_each(|i| _ = m.observe(1, scrambled(i)));
+        assert!(m.estimate(1) < 50_000, "{}", m.estimate(1));
+    }
+
+    #[test]
+    fn statistics_parse_and_print() {
+        assert_eq!("mean".parse(), Ok(Statistic::Mean));
+        assert_eq!("P95".parse(), Ok(Statistic::Percentile(0.95)));
+        assert_eq!("p99.9".parse::<Statistic>().map(|s| s.to_string()), Ok("p99.9".to_string()));
+        assert!("p100".parse::<Statistic>().is_err());
+        assert!("median".parse::<Statistic>().unwrap_err().to_string().contains("p95"));
+    }
+
     proptest! {
         /// Whatever it is shown, the estimate stays within the range of what it measured.
         #[test]
@@ -76,6 +195,22 @@ mod tests {
             let lo = rates.iter().copied().fold(f64::MAX, f64::min);
             let hi = rates.iter().copied().fold(0.0, f64::max);
             prop_assert!(per_item >= lo * 0.999 && per_item <= hi * 1.001, "{per_item} not in [{lo}, {hi}]");
+        }
+
+        /// Right after a recomputation a p90 estimate is one of the window's measurements, at or
+        /// above the window's median.
+        #[test]
+        fn a_percentile_is_a_recent_measurement(batches in 1usize..20, seed in prop::collection::vec(1u64..1_000_000, 32)) {
+            let sizes: Vec<u64> = (0..batches * 32).map(|i| seed[i % 32] * (1 + (i / 32) as u64 % 3)).collect();
+            let mut e = SizeEstimator::with(Statistic::Percentile(0.9), 1e3);
+            for &s in &sizes {
+                e.observe(1, s * 1_000);
+            }
+            let mut recent = sizes[sizes.len().saturating_sub(WINDOW)..].to_vec();
+            recent.sort_unstable();
+            let est = e.estimate(1);
+            prop_assert!(recent.iter().any(|&s| s * 1_000 == est), "{est} not measured");
+            prop_assert!(est >= recent[recent.len() / 2] * 1_000);
         }
     }
 }

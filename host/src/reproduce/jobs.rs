@@ -7,6 +7,7 @@ use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
 use crate::model::{Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
+use crate::policy::estimate::Statistic;
 use crate::policy::{DispatcherKind, Objective, Scheduler};
 use crate::trace::bmodel::bmodel;
 use crate::trace::{RateTrace, SizeSpec, Synthetic};
@@ -82,6 +83,8 @@ pub enum Work {
         scheduler: Scheduler,
         /// Dispatcher override.
         dispatcher: Option<DispatcherKind>,
+        /// Unknown sizes: dispatch at this estimate (`None`: sizes known).
+        sizes: Option<Statistic>,
     },
     /// Several applications, a pool each, sharing boards (beyond the paper: scarce boards).
     Shared {
@@ -152,8 +155,8 @@ impl Job {
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
         let metrics = match &self.work {
-            Work::Sim { platform, trace, scheduler, dispatcher } => {
-                let plan = Plan { dispatcher: *dispatcher, ..Plan::new(*scheduler) };
+            Work::Sim { platform, trace, scheduler, dispatcher, sizes } => {
+                let plan = Plan { dispatcher: *dispatcher, sizes: *sizes, ..Plan::new(*scheduler) };
                 let report = match trace {
                     TraceSource::Synthetic(s) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
@@ -209,6 +212,7 @@ fn sim_metrics(r: &Report) -> BTreeMap<String, f64> {
         (Metric::Requests, r.requests as f64),
         (Metric::P99Ms, r.latency.p99_ms),
         (Metric::Headroom, r.headroom.map_or(f64::NAN, f64::from)),
+        (Metric::SizeError, r.size_error.unwrap_or(f64::NAN)),
     ])
     .filter(|(_, v)| v.is_finite())
     .collect()
@@ -282,7 +286,7 @@ pub(crate) fn sim(
         params: params(at),
         trace,
         series,
-        work: Work::Sim { platform, trace: source, scheduler, dispatcher },
+        work: Work::Sim { platform, trace: source, scheduler, dispatcher, sizes: None },
     }
 }
 
@@ -300,6 +304,7 @@ pub(crate) fn synthetic(scale: &Scale, burstiness: f64, size: SizeSpec, trace: u
         workers: 100.0,
         seed: u64::from(trace) + 1,
         optional_factor: 0.0,
+        size_cv: 0.0,
     })
 }
 
@@ -341,11 +346,19 @@ mod tests {
         let scale = Scale { duration: from_secs(120.0), ..Scale::quick() };
         let source = synthetic(&scale, 0.6, SizeSpec::Short, 0);
         let platform = Platform::default();
+        let (headroom, size_error) =
+            (Metric::Headroom.key().to_string(), Metric::SizeError.key().to_string());
+        // Sizes known: no estimate error to report.
         let fpga = sim("t", &[], 0, platform, source.clone(), Scheduler::FpgaDynamic, None);
-        assert_eq!(keys(&fpga), declared(&fpga));
+        assert_eq!(keys(&fpga), &declared(&fpga) - &BTreeSet::from([size_error.clone()]));
         // A scheduler that searches no headroom has none to report.
-        let cpu = sim("t", &[], 0, platform, source, Scheduler::CpuDynamic, None);
-        assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([Metric::Headroom.key().to_string()]));
+        let mut cpu = sim("t", &[], 0, platform, source, Scheduler::CpuDynamic, None);
+        assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([headroom.clone(), size_error]));
+        // Sizes estimated: the error is reported.
+        if let Work::Sim { sizes, .. } = &mut cpu.work {
+            *sizes = Some(Statistic::Mean);
+        }
+        assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([headroom]));
         let spec = MilpSpec {
             platform,
             fleet: crate::policy::Fleet::HYBRID,

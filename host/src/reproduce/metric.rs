@@ -31,6 +31,8 @@ pub enum Metric {
     P99Ms,
     /// Headroom the scheduler settled on (schedulers that search one).
     Headroom,
+    /// With unknown sizes: the estimates' mean absolute error over the mean size.
+    SizeError,
     /// Share of work the MILP puts on CPUs.
     CpuWorkShare,
     /// MILP optimality gap.
@@ -43,7 +45,7 @@ pub enum Metric {
 
 impl Metric {
     /// What a simulated run records.
-    pub const SIM: [Metric; 14] = [
+    pub const SIM: [Metric; 15] = [
         Metric::EnergyEfficiency,
         Metric::RelativeCost,
         Metric::CpuShare,
@@ -58,6 +60,7 @@ impl Metric {
         Metric::Requests,
         Metric::P99Ms,
         Metric::Headroom,
+        Metric::SizeError,
     ];
 
     /// What a MILP run records.
@@ -89,6 +92,7 @@ impl Metric {
             Metric::Requests => "requests",
             Metric::P99Ms => "p99_ms",
             Metric::Headroom => "headroom",
+            Metric::SizeError => "size_error",
             Metric::CpuWorkShare => "cpu_work_share",
             Metric::Gap => "gap",
             Metric::Optimal => "optimal",

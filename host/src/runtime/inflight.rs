@@ -141,7 +141,7 @@ mod tests {
     use crate::runtime::work::WorkSpec;
 
     fn booked(kind: Kind, worker: u32) -> Outstanding {
-        let request = Request { arrival: 0, size: 1, optional: 0 };
+        let request = Request::new(0, 1, 0);
         let booked =
             Assignment { request, worker: WorkerId(worker), kind, start: 0, finish: 1, deadline: 10 };
         let inputs = Inputs::Generated(WorkSpec::new(16, 0, 1, 0), None);

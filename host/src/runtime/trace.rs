@@ -23,6 +23,7 @@ pub fn bursty(
         workers: rate / 60.0 * to_secs(size),
         seed,
         optional_factor,
+        size_cv: 0.0,
     };
     let trace = spec.generate()?;
     Ok(trace.requests().map(|r| Request { arrival: r.arrival / 60, ..r }).collect())

@@ -54,7 +54,7 @@ impl Pool {
     /// (`None`: the profile's factor times the estimated size).
     pub async fn submit(&self, work: Arc<Work>, deadline: Option<Time>) -> Result<Served, Refused> {
         let (reply, answer) = oneshot::channel();
-        let request = Request { arrival: 0, size: 0, optional: 0 };
+        let request = Request::new(0, 0, 0);
         let incoming = Incoming { request, deadline, inputs: Inputs::Given(work), reply: Some(reply) };
         if self.tx.send(Arrive::Request(incoming)).is_err() {
             return Err(Refused::Draining);

@@ -5,6 +5,7 @@
 //! format = "spork-trace/1"
 //! size_ms = 10.0          # CPU service time of every request (its mandatory part)
 //! optional_ms = 5.0       # optional; the optional part brownout may skip (default 0)
+//! size_cv = 0.5           # optional; each request's size log-normal around size_ms (default 0)
 //! duration_s = 7200.0     # optional; defaults to 60 s per rate
 //! seed = 1                # seed of the Poisson arrival process
 //! rates_per_s = [9500.0, 10250.5]   # requests per second at the start of each minute
@@ -12,7 +13,7 @@
 //! generator = "b-model"
 //! ```
 
-use super::rates::{MINUTE_S, RateTrace};
+use super::rates::{MAX_SIZE_CV, MINUTE_S, RateTrace};
 use crate::input::{InputError, Location};
 use crate::model::time::{from_secs, to_secs};
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,7 @@ struct RawTrace {
     format: Spanned<String>,
     size_ms: Spanned<f64>,
     optional_ms: Option<Spanned<f64>>,
+    size_cv: Option<Spanned<f64>>,
     duration_s: Option<Spanned<f64>>,
     seed: Spanned<i64>,
     rates_per_s: Spanned<Vec<Spanned<f64>>>,
@@ -41,6 +43,8 @@ struct OutTrace<'a> {
     size_ms: f64,
     #[serde(skip_serializing_if = "is_zero")]
     optional_ms: f64,
+    #[serde(skip_serializing_if = "is_zero")]
+    size_cv: f64,
     duration_s: f64,
     seed: i64,
     rates_per_s: Vec<f64>,
@@ -101,6 +105,21 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
             v
         }
     };
+    let size_cv = match &raw.size_cv {
+        None => 0.0,
+        Some(c) => {
+            let v = *c.get_ref();
+            if !(v.is_finite() && (0.0..=MAX_SIZE_CV).contains(&v)) {
+                return Err(InputError::invalid(
+                    at(c.span()),
+                    "size_cv",
+                    format!("{v} is not a coefficient of variation we draw"),
+                    "give the spread of request sizes as a coefficient of variation from 0 (all the same) to 10",
+                ));
+            }
+            v
+        }
+    };
     let seed = *raw.seed.get_ref();
     if seed < 0 {
         return Err(InputError::invalid(
@@ -153,6 +172,7 @@ pub fn parse(path: &Path, text: &str) -> Result<RateTrace, InputError> {
         minute_rates,
         size: from_secs(size_ms / 1e3),
         optional: from_secs(optional_ms / 1e3),
+        size_cv,
         duration: from_secs(duration_s),
         seed: seed as u64,
     })
@@ -164,6 +184,7 @@ pub fn render(trace: &RateTrace, provenance: Option<&toml::Table>) -> Result<Str
         format: FORMAT,
         size_ms: to_secs(trace.size) * 1e3,
         optional_ms: to_secs(trace.optional) * 1e3,
+        size_cv: trace.size_cv,
         duration_s: to_secs(trace.duration),
         seed: i64::try_from(trace.seed).unwrap_or(i64::MAX),
         rates_per_s: trace.minute_rates.clone(),
@@ -191,6 +212,7 @@ mod tests {
     fn round_trips_exactly() {
         let t = RateTrace {
             optional: from_secs(0.021),
+            size_cv: 0.75,
             minute_rates: vec![1.0, 2.5, 0.0],
             size: from_secs(0.042),
             duration: from_secs(150.0),
@@ -232,7 +254,7 @@ mod tests {
         #[test]
         fn never_panics(text in ".{0,300}", cut in 0usize..400) {
             let _ = parse(Path::new("x.toml"), &text);
-            let valid = render(&RateTrace { minute_rates: vec![1.0, 2.0], size: from_secs(0.01), optional: 0, duration: from_secs(90.0), seed: 3 }, None).unwrap();
+            let valid = render(&RateTrace { minute_rates: vec![1.0, 2.0], size: from_secs(0.01), optional: 0, size_cv: 0.0, duration: from_secs(90.0), seed: 3 }, None).unwrap();
             let cut = valid.char_indices().map(|(i, _)| i).nth(cut).unwrap_or(valid.len());
             let _ = parse(Path::new("x.toml"), &valid[..cut]);
         }

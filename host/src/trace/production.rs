@@ -51,6 +51,7 @@ impl App {
             minute_rates: rates,
             size: from_secs((self.size_s * 1e6).round() / 1e6),
             optional: 0,
+            size_cv: 0.0,
             seed,
         })
     }

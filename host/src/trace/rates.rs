@@ -3,13 +3,18 @@
 //! Arrivals are a time-varying Poisson process whose rate moves linearly from each minute's rate to the
 //! next minute's (the last minute holds its rate). They are drawn by inverting the cumulative
 //! intensity, one exponential draw per arrival, so a 72 M-request trace streams without being stored.
+//! With a size spread (`size_cv`), each request's size is drawn log-normal around the trace's size
+//! from a stream of its own, so the arrivals are the same whatever the spread.
 
 use crate::model::{Request, Time, time::to_secs};
 use rand::{RngExt, SeedableRng, rngs::Xoshiro256PlusPlus};
-use rand_distr::Exp1;
+use rand_distr::{Distribution, Exp1, LogNormal};
 
 /// Seconds per rate bin.
 pub const MINUTE_S: f64 = 60.0;
+
+/// The widest size spread drawn (a coefficient of variation of 10 is already a heavy tail).
+pub const MAX_SIZE_CV: f64 = 10.0;
 
 /// Per-minute rates plus what is needed to replay them as requests.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +25,9 @@ pub struct RateTrace {
     pub size: Time,
     /// CPU service time of every request's optional part (0: none).
     pub optional: Time,
+    /// Spread of request sizes: each is drawn log-normal with mean `size` and this coefficient of
+    /// variation (0: every request is `size`, known in advance as in the paper).
+    pub size_cv: f64,
     /// Length of the trace (at most `minute_rates.len()` minutes).
     pub duration: Time,
     /// Seed of the arrival process.
@@ -35,9 +43,17 @@ impl RateTrace {
             optional: self.optional,
             horizon_s: to_secs(self.duration).min(self.minute_rates.len() as f64 * MINUTE_S),
             rng: Xoshiro256PlusPlus::seed_from_u64(self.seed ^ 0x5eed_a771_7a15_0000),
+            sizes: self.spread(),
             minute: 0,
             x: 0.0,
         }
+    }
+
+    /// The size draws, if sizes spread.
+    fn spread(&self) -> Option<(LogNormal<f64>, Xoshiro256PlusPlus)> {
+        let cv = self.size_cv.clamp(0.0, MAX_SIZE_CV);
+        let dist = LogNormal::from_mean_cv(to_secs(self.size), cv).ok().filter(|_| cv > 0.0)?;
+        Some((dist, Xoshiro256PlusPlus::seed_from_u64(self.seed ^ 0x51e5_0f5a_e5ee_d000)))
     }
 
     /// Expected number of requests: the integral of the rate over the trace.
@@ -72,6 +88,8 @@ pub struct Arrivals<'a> {
     optional: Time,
     horizon_s: f64,
     rng: Xoshiro256PlusPlus,
+    /// Each request's size, with a spread.
+    sizes: Option<(LogNormal<f64>, Xoshiro256PlusPlus)>,
     minute: usize,
     /// Position within the current minute, in seconds.
     x: f64,
@@ -108,7 +126,12 @@ impl Iterator for Arrivals<'_> {
                 self.minute = self.rates.len();
                 return None;
             }
-            return Some(Request { arrival: (t * 1e9) as Time, size: self.size, optional: self.optional });
+            let size = match &mut self.sizes {
+                Some((dist, rng)) => crate::model::time::from_secs(dist.sample(rng)).max(1),
+                None => self.size,
+            };
+            let arrival = (t * 1e9) as Time;
+            return Some(Request { arrival, size, optional: self.optional, nominal: self.size });
         }
     }
 }
@@ -120,7 +143,22 @@ mod tests {
 
     fn trace(rates: Vec<f64>, seed: u64) -> RateTrace {
         let duration = from_secs(rates.len() as f64 * MINUTE_S);
-        RateTrace { minute_rates: rates, size: from_secs(0.01), optional: 0, duration, seed }
+        RateTrace { minute_rates: rates, size: from_secs(0.01), optional: 0, size_cv: 0.0, duration, seed }
+    }
+
+    #[test]
+    fn spread_sizes_have_the_mean_and_cv_asked_and_the_same_arrivals() {
+        let fixed = trace(vec![2000.0; 5], 4);
+        let spread = RateTrace { size_cv: 1.0, ..fixed.clone() };
+        let (a, b): (Vec<_>, Vec<_>) = (fixed.requests().collect(), spread.requests().collect());
+        assert!(a.iter().zip(&b).all(|(x, y)| x.arrival == y.arrival && y.nominal == x.size));
+        assert_eq!(a.len(), b.len());
+        let s: Vec<f64> = b.iter().map(|r| to_secs(r.size)).collect();
+        let mean = s.iter().sum::<f64>() / s.len() as f64;
+        let sd = (s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / s.len() as f64).sqrt();
+        // 600,000 draws: the mean within 1%, the CV within 5% (a log-normal's tail converges slowly).
+        assert!((mean / 0.01 - 1.0).abs() < 0.01, "{mean}");
+        assert!((sd / mean - 1.0).abs() < 0.05, "{}", sd / mean);
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct Synthetic {
     pub seed: u64,
     /// Size of each request's optional part, as a multiple of its mandatory size (0: none).
     pub optional_factor: f64,
+    /// Spread of request sizes around the drawn size, a coefficient of variation (0: all equal).
+    pub size_cv: f64,
 }
 
 /// Synthetic parameters out of range.
@@ -40,6 +42,11 @@ pub enum SyntheticError {
         "optional factor {0} is out of range: give the optional part's size as 0 to 100 times the mandatory size"
     )]
     Optional(f64),
+    /// Size spread out of range.
+    #[error(
+        "size CV {0} is out of range: give the spread of request sizes as a coefficient of variation from 0 (all equal) to 10"
+    )]
+    SizeCv(f64),
     /// Non-positive load.
     #[error("workers = {0}: the mean number of busy CPU workers must be above 0 and finite")]
     Workers(f64),
@@ -55,6 +62,7 @@ impl Synthetic {
             workers: 100.0,
             seed,
             optional_factor: 0.0,
+            size_cv: 0.0,
         }
     }
 
@@ -73,6 +81,9 @@ impl Synthetic {
         if !(self.optional_factor.is_finite() && (0.0..=100.0).contains(&self.optional_factor)) {
             return Err(SyntheticError::Optional(self.optional_factor));
         }
+        if !(self.size_cv.is_finite() && (0.0..=super::rates::MAX_SIZE_CV).contains(&self.size_cv)) {
+            return Err(SyntheticError::SizeCv(self.size_cv));
+        }
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(self.seed);
         let size = self.size.draw(&mut rng);
         let minutes = (secs / MINUTE_S).ceil() as usize;
@@ -84,7 +95,8 @@ impl Synthetic {
         let minute_rates =
             bins.iter().map(|&b| if mean > 0.0 { b as f64 / mean * target } else { target }).collect();
         let optional = crate::model::time::from_secs(to_secs(size) * self.optional_factor.max(0.0));
-        Ok(RateTrace { minute_rates, size, optional, duration: self.duration, seed: self.seed })
+        let (duration, seed, size_cv) = (self.duration, self.seed, self.size_cv);
+        Ok(RateTrace { minute_rates, size, optional, size_cv, duration, seed })
     }
 }
 

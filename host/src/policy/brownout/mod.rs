@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn admit_asks_the_gate_only_for_requests_with_an_optional_part() {
-        let with = Request { arrival: 0, size: 1, optional: 2 };
+        let with = Request::new(0, 1, 2);
         let without = Request { optional: 0, ..with };
         assert_eq!(admit(with, None::<fn() -> bool>), with);
         assert_eq!(admit(with, Some(|| false)), without);

@@ -9,6 +9,7 @@ mod fig4;
 mod fig5;
 mod fig6;
 mod fig7;
+mod sizes;
 mod table8;
 mod table9;
 
@@ -20,17 +21,18 @@ pub use fig4::Fig4;
 pub use fig5::Fig5;
 pub use fig6::Fig6;
 pub use fig7::Fig7;
+pub use sizes::Sizes;
 pub use table8::Table8;
 pub use table9::Table9;
 
 use super::experiment::Experiment;
-use super::jobs::{Job, SENSITIVITY, Scale, sim, synthetic};
+use super::jobs::{Job, SENSITIVITY, Scale, TraceSource, sim, synthetic};
 use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 10] {
-    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Fig7, &Boards, &Deadline, &Table9, &Table8]
+pub fn all() -> [&'static dyn Experiment; 11] {
+    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Fig7, &Boards, &Deadline, &Sizes, &Table9, &Table8]
 }
 
 /// The experiment named `id`.
@@ -66,3 +68,11 @@ fn sensitivity_jobs(
 
 #[cfg(test)]
 mod tests;
+
+/// [`synthetic`] with each request's size spread log-normal with coefficient of variation `cv`.
+fn synthetic_with(scale: &Scale, burstiness: f64, size: SizeSpec, trace: u32, cv: f64) -> TraceSource {
+    match synthetic(scale, burstiness, size, trace) {
+        TraceSource::Synthetic(s) => TraceSource::Synthetic(crate::trace::Synthetic { size_cv: cv, ..s }),
+        other => other,
+    }
+}

@@ -19,6 +19,7 @@ fn window() -> Arc<RateTrace> {
         minute_rates: vec![100.0; 2],
         size: crate::model::time::from_secs(0.01),
         optional: 0,
+        size_cv: 0.0,
         duration: crate::model::time::from_secs(120.0),
         seed: 1,
     })
@@ -67,7 +68,7 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
     assert!(by_id("table9prod").is_none(), "a folder is not an experiment");
     assert_eq!(
         ids(),
-        ["boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "table8", "table9"]
+        ["boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "sizes", "table8", "table9"]
     );
 }
 
@@ -157,6 +158,7 @@ fn checks_cover_every_point_they_name() {
     assert_eq!(n(&Table9), 3);
     assert_eq!(n(&Boards), 5);
     assert_eq!(n(&Deadline), 10);
+    assert_eq!(n(&Sizes), 3);
     // On equal numbers nothing strictly better holds: the checks read the points, not constants.
     assert!(!Fig4.checks(tables.get("fig4").unwrap())[0].holds);
 }
@@ -166,7 +168,7 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
     let order: Vec<&str> = all().iter().map(|e| e.id()).collect();
     assert_eq!(
         order,
-        ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "boards", "deadline", "table9", "table8"]
+        ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "boards", "deadline", "sizes", "table9", "table8"]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
     assert_eq!(production, BTreeSet::from(["table8", "table9"]));
