@@ -4,13 +4,22 @@
 //!
 //! Response times are measured relative to each request's deadline (1.0 = at the deadline), so one
 //! set-point serves any request size; the default set-point is the deadline itself. A request's
-//! response is counted in the control period in which it completes.
+//! response is counted in the control period in which it completes; percentiles interpolate linearly
+//! between the closest ranks ([`crate::policy::brownout::percentile`]).
+//!
+//! The gate decides when a request is first scheduled, i.e. starts on its worker (BROWNOUT.md). The
+//! engine places and books a request when it arrives, and the pool books its start then
+//! (`max(arrival, the worker's busy_until)`), so the gate is asked at booking about the queue the
+//! request will face at that start: the requests booked so far that are still outstanding then, plus
+//! those expected to arrive while it waits (the booking rate of the last control period times its
+//! wait; they queue behind it, as in a FIFO). The setting it applies is the current one: the
+//! controller's later settings are not known yet.
 
 use crate::model::Time;
-use crate::policy::brownout::{Controller, ControllerKind, Knob, Period, pool_queue};
+use crate::model::time::to_secs;
+use crate::policy::brownout::{Controller, ControllerKind, Knob, Period, p95, pool_queue};
 use rand::{RngExt, SeedableRng, rngs::Xoshiro256PlusPlus};
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// Brownout settings for a pool run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,7 +38,12 @@ pub(super) struct BrownoutLoop {
     knob: Knob,
     period: Time,
     next_tick: Time,
-    outstanding: BinaryHeap<Reverse<Time>>,
+    /// Finish times of the booked requests not yet finished (count per time), and their number.
+    outstanding: BTreeMap<Time, u32>,
+    outstanding_n: usize,
+    /// Requests booked in the current period, and the booking rate of the last one (per second).
+    booked: u64,
+    rate: f64,
     buckets: BTreeMap<u64, (Vec<f64>, Vec<f64>)>,
     arrivals: u64,
     queue_sum: f64,
@@ -37,14 +51,6 @@ pub(super) struct BrownoutLoop {
     recent_queue: VecDeque<f64>,
     window: usize,
     rng: Xoshiro256PlusPlus,
-}
-
-fn p95(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[((0.95 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1])
 }
 
 impl BrownoutLoop {
@@ -57,7 +63,10 @@ impl BrownoutLoop {
             controller,
             period,
             next_tick: period,
-            outstanding: BinaryHeap::new(),
+            outstanding: BTreeMap::new(),
+            outstanding_n: 0,
+            booked: 0,
+            rate: 0.0,
             buckets: BTreeMap::new(),
             arrivals: 0,
             queue_sum: 0.0,
@@ -79,22 +88,38 @@ impl BrownoutLoop {
         self.next_tick
     }
 
-    /// Whether a request arriving at `now` into a pool of `workers` allocated workers gets its optional
-    /// part.
-    pub fn gate(&mut self, now: Time, workers: u32) -> bool {
-        while self.outstanding.peek().is_some_and(|Reverse(f)| *f <= now) {
-            self.outstanding.pop();
-        }
-        let q = pool_queue(self.outstanding.len(), workers);
+    /// Whether a request booked at `now` to start at `start`, on a pool of `workers` allocated
+    /// workers, gets its optional part (see the module documentation for the queue it is asked about).
+    pub fn gate(&mut self, now: Time, start: Time, workers: u32) -> bool {
+        self.forget_finished(now);
+        let q = pool_queue(self.outstanding_at(now, start), workers);
         self.arrivals += 1;
         self.queue_sum += f64::from(q);
         self.queue_n += 1;
         self.knob.serve_optional(q, self.rng.random::<f64>())
     }
 
+    /// Drops the requests finished by `now`.
+    fn forget_finished(&mut self, now: Time) {
+        while let Some(entry) = self.outstanding.first_entry().filter(|e| *e.key() <= now) {
+            self.outstanding_n -= *entry.get() as usize;
+            entry.remove();
+        }
+    }
+
+    /// Requests outstanding at `start` as known at `now`: those booked and not finished by then, plus
+    /// the arrivals expected during the wait `start − now`.
+    fn outstanding_at(&self, now: Time, start: Time) -> usize {
+        let finished: usize = self.outstanding.range(..=start).map(|(_, &n)| n as usize).sum();
+        let expected = (self.rate * to_secs(start.saturating_sub(now))).round() as usize;
+        self.outstanding_n - finished + expected
+    }
+
     /// A request dispatched now finishes at `finish` with `relative` = response / deadline span.
     pub fn dispatched(&mut self, finish: Time, relative: f64, optional: bool) {
-        self.outstanding.push(Reverse(finish));
+        *self.outstanding.entry(finish).or_default() += 1;
+        self.outstanding_n += 1;
+        self.booked += 1;
         let b = self.buckets.entry(finish / self.period).or_default();
         b.0.push(relative);
         if optional {
@@ -119,6 +144,8 @@ impl BrownoutLoop {
             mean_queue: self.recent_queue.iter().sum::<f64>() / self.recent_queue.len() as f64,
         };
         self.knob = self.controller.update(&period);
+        self.rate = self.booked as f64 / period.h;
+        self.booked = 0;
         self.arrivals = 0;
         self.queue_sum = 0.0;
         self.queue_n = 0;

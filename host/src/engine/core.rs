@@ -32,6 +32,9 @@ pub struct Engine {
     /// What a board saves this pool is judged by.
     objective: Objective,
     brownout: Option<BrownoutLoop>,
+    /// Set while `arrive_by` places a request: its booking is its first scheduling, where the brownout
+    /// gate decides (a re-dispatch after a failure keeps the decision).
+    first_scheduling: bool,
     pool: Pool,
     timers: Timers,
     target: u32,
@@ -79,6 +82,7 @@ impl Engine {
             plan_caps: plan.caps,
             objective: plan.scheduler.objective(),
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
+            first_scheduling: false,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering()),
             timers: Timers::default(),
@@ -213,8 +217,8 @@ impl Engine {
         }
     }
 
-    /// A request arrives at `r.arrival`: the brownout gate decides its optional part, the
-    /// dispatcher places it and the pool books it.
+    /// A request arrives at `r.arrival`: the dispatcher places it, and the pool books it, where the
+    /// brownout gate decides its optional part (when it starts; see [`BrownoutLoop::gate`]).
     pub fn arrive(&mut self, r: Request, fx: &mut impl Effects) -> Arrival {
         self.arrive_by(r, None, fx)
     }
@@ -223,13 +227,11 @@ impl Engine {
     /// deadline factor times its size if `None`.
     pub fn arrive_by(&mut self, r: Request, deadline: Option<Time>, fx: &mut impl Effects) -> Arrival {
         self.events += 1;
-        let now = r.arrival;
-        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
-        let gate = self.brownout.as_mut().map(|b| move || b.gate(now, workers));
         self.optional.0 += u64::from(r.optional > 0);
-        let r = admit(r, gate);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
+        self.first_scheduling = true;
         let arrival = self.place(r, deadline, false, fx);
+        self.first_scheduling = false;
         // Counted once booked: the optional part of a rejected request did not run.
         self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
         arrival
@@ -449,13 +451,25 @@ impl Engine {
         self.admission.admits_queued(finish, job.deadline)
     }
 
+    /// At a request's first scheduling on worker `id`, the brownout gate decides its optional part on
+    /// the queue it will face when it starts there; without the part it needs only its mandatory
+    /// size of service. The dispatcher placed it with the part: the decision is not taken yet.
+    fn first_schedule(&mut self, r: Request, id: WorkerId, service: Time) -> (Request, Time) {
+        let Some(b) = self.brownout.as_mut().filter(|_| self.first_scheduling) else { return (r, service) };
+        let w = self.pool.worker(id);
+        let (now, start, kind) = (r.arrival, w.start_at(r.arrival), w.kind);
+        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
+        let decided = admit(r, Some(|| b.gate(now, start, workers)));
+        if decided == r { (r, service) } else { (decided, self.platform.spec(kind).service(decided.size)) }
+    }
+
     /// Books `r` on worker `id`: its queue, idle timer, the interval's work, the brownout loop and
     /// the tally.
     #[inline]
     fn book(&mut self, r: Request, id: WorkerId, job: Job, fx: &mut impl Effects) -> Assignment {
         let now = r.arrival;
         let kind = self.pool.worker(id).kind;
-        let service = job.service[kind.index()];
+        let (r, service) = self.first_schedule(r, id, job.service[kind.index()]);
         let (start, finish) = self.pool.assign(id, now, service);
         if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
             self.arm(id, now);

@@ -7,10 +7,12 @@
 
 mod cascaded;
 mod dimmer;
+mod percentile;
 mod pi;
 
 pub use cascaded::Cascaded;
 pub use dimmer::Dimmer;
+pub use percentile::{p95, percentile};
 pub use pi::EventPi;
 
 use crate::model::Request;
