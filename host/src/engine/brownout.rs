@@ -152,3 +152,48 @@ impl BrownoutLoop {
         self.next_tick += self.period;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::time::NANOS_PER_SEC;
+
+    const S: Time = NANOS_PER_SEC as Time;
+
+    fn gate_at_one() -> BrownoutLoop {
+        let setup = PoolBrownout { controller: ControllerKind::Pi, period: S / 2, setpoint: 1.0 };
+        let mut b = BrownoutLoop::new(setup, 1);
+        b.knob = Knob::Threshold(1.0);
+        b
+    }
+
+    /// One worker with five requests booked ahead: a request placed now sees a queue of six, but it
+    /// starts when they are done and is then alone, so it gets its optional part. Asked about the
+    /// queue at its arrival (`start == now`), the gate refuses it.
+    #[test]
+    fn the_gate_sees_the_queue_at_the_booked_start_not_at_arrival() {
+        let mut b = gate_at_one();
+        for k in 1..=5 {
+            b.dispatched(k * S, 0.5, false);
+        }
+        assert!(!b.gate(0, 0, 1), "six in the system at arrival");
+        assert!(b.gate(0, 5 * S, 1), "alone when it starts");
+        assert!(!b.gate(0, 5 * S - 1, 1), "the last one ahead still running");
+    }
+
+    /// Requests arriving while it waits join the queue it faces at its start: at 4 bookings/s, a
+    /// 1 s wait adds four.
+    #[test]
+    fn arrivals_expected_during_the_wait_count() {
+        let mut b = gate_at_one();
+        for _ in 0..2 {
+            b.dispatched(S / 4, 0.5, false);
+        }
+        b.tick(); // 2 bookings in 0.5 s
+        b.knob = Knob::Threshold(1.0);
+        assert_eq!(b.rate, 4.0);
+        assert!(b.gate(S / 2, S / 2, 1), "no wait: alone");
+        assert!(!b.gate(S / 2, 3 * S / 2, 1), "four expected behind it");
+        assert!(b.gate(S / 2, 3 * S / 2, 5), "(4 + 1) over five workers is 1");
+    }
+}

@@ -406,9 +406,13 @@ mod tests {
         assert_eq!(none.optional_ratio, 1.0);
         // 20-100 req/s of 70 ms work on one server is an overload: responses explode.
         assert!(none.p95_s > 10.0, "{}", none.p95_s);
-        for kind in
-            [ControllerKind::Dimmer, ControllerKind::Pi, ControllerKind::Cascaded, ControllerKind::CascadedFf]
-        {
+        for kind in [
+            ControllerKind::Dimmer,
+            ControllerKind::Pi,
+            ControllerKind::Event,
+            ControllerKind::Cascaded,
+            ControllerKind::CascadedFf,
+        ] {
             let o = run(&short(), kind, 1);
             assert!(o.p95_s < none.p95_s / 3.0, "{kind:?}: p95 {} vs {}", o.p95_s, none.p95_s);
             assert!(o.optional_ratio > 0.1 && o.optional_ratio < 1.0, "{kind:?}: {}", o.optional_ratio);
