@@ -81,7 +81,8 @@ pub struct Outcome {
     pub requests_over: f64,
     /// Share of requests served with optional content.
     pub optional_ratio: f64,
-    /// Response-time percentiles over all requests (s).
+    /// Response-time percentiles over all requests (s), linear between the closest ranks, as every
+    /// percentile here (the per-period p95 too).
     pub p95_s: f64,
     /// 99th percentile (s).
     pub p99_s: f64,
