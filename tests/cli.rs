@@ -171,7 +171,7 @@ fn brownout_scenario_compares_controllers_and_plots() {
     let v = json(&o);
     let rows = v.as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["controller"].as_str().unwrap()).collect();
-    assert_eq!(names, ["none", "dimmer", "pi", "cascaded", "cascaded-ff"]);
+    assert_eq!(names, ["none", "dimmer", "pi", "event", "cascaded", "cascaded-ff"]);
     let iae = |n: &str| rows.iter().find(|r| r["controller"] == n).unwrap()["iae"].as_f64().unwrap();
     assert!(iae("cascaded") < iae("dimmer") && iae("dimmer") < iae("none"));
     for f in ["brownout.png", "brownout.svg", "brownout_periods.csv", "brownout.json"] {

@@ -168,7 +168,7 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     out!(
-        "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s)",
+        "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s); gate at first service; percentiles linear between closest ranks",
         a.setpoint,
         scenario.duration_s,
         a.seeds

@@ -10,6 +10,7 @@ use serde::Serialize;
 use spork::evaluate::{Plan, Report, evaluate};
 use spork::model::Platform;
 use spork::policy::estimate::{InvalidStatistic, Statistic};
+use spork::policy::release::ReleaseTiming;
 use spork::policy::{DispatcherKind, Scheduler};
 
 /// Options of `spork simulate`.
@@ -40,6 +41,10 @@ pub struct Args {
     /// `known` (each request's own size, an oracle) [default: mean when sizes spread, else known].
     #[arg(long, value_name = "ESTIMATE")]
     size_estimate: Option<SizeEstimate>,
+    /// When a surplus FPGA may start its idle countdown: `drained` (when its queue drains, ours) or
+    /// `planned` (the paper's reading: interval t keeps n_t, the countdown starts once surplus).
+    #[arg(long, default_value = "drained", value_parser = super::named::<ReleaseTiming>(ReleaseTiming::ALL.map(ReleaseTiming::name)))]
+    release_timing: ReleaseTiming,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -110,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         dispatcher: args.dispatcher,
         max_headroom: args.max_headroom,
         sizes,
+        release: args.release_timing,
         ..Plan::new(s)
     })?;
     let total = summary.expected_requests * plans.len() as f64;

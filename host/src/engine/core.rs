@@ -11,7 +11,7 @@ use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
 use crate::policy::estimate::Statistic;
 use crate::policy::fleet::{Change, Reconcile};
-use crate::policy::release::may_release;
+use crate::policy::release::{ReleaseTiming, may_release};
 use crate::policy::{
     Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Objective, Placement, dispatch,
 };
@@ -38,9 +38,16 @@ pub struct Engine {
     /// nominal size).
     size_statistic: Option<Statistic>,
     sizes: Option<SizeBook>,
+    /// Set while `arrive_by` places a request: its booking is its first scheduling, where the brownout
+    /// gate decides (a re-dispatch after a failure keeps the decision).
+    first_scheduling: bool,
     pool: Pool,
     timers: Timers,
     target: u32,
+    /// When surplus FPGAs may go, and the allocator's previous plan (n_t, what `Planned` holds
+    /// through interval t).
+    release_timing: ReleaseTiming,
+    planned: u32,
     /// Service booked per type in the current interval (Algorithm 1's F and C).
     work: PerKind<Time>,
     tally: Tally,
@@ -73,6 +80,7 @@ impl Engine {
             idle_timeout: platform.idle_timeout(Kind::Fpga),
             surplus: plan.scheduler.surplus(),
             caps: plan.caps,
+            surplus_since: None,
         };
         Engine {
             allocator,
@@ -88,10 +96,13 @@ impl Engine {
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             size_statistic: plan.sizes,
             sizes: None,
+            first_scheduling: false,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering()),
             timers: Timers::default(),
             target: 0,
+            release_timing: plan.release,
+            planned: 0,
             work: PerKind::default(),
             tally: Tally::default(),
             total_size: 0,
@@ -205,6 +216,9 @@ impl Engine {
             return;
         }
         self.target = 0;
+        // The pool drains as it always did: no surplus countdown holds a worker past the trace.
+        self.release_timing = ReleaseTiming::Drained;
+        self.reconcile.surplus_since = None;
         let changes = self.reconcile.at_end(&self.pool, now);
         self.apply(changes, now, fx);
         // FPGAs held within the old target have no idle timer: give them one.
@@ -222,8 +236,8 @@ impl Engine {
         }
     }
 
-    /// A request arrives at `r.arrival`: the brownout gate decides its optional part, the
-    /// dispatcher places it and the pool books it.
+    /// A request arrives at `r.arrival`: the dispatcher places it, and the pool books it, where the
+    /// brownout gate decides its optional part (when it starts; see [`BrownoutLoop::gate`]).
     pub fn arrive(&mut self, r: Request, fx: &mut impl Effects) -> Arrival {
         self.arrive_by(r, None, fx)
     }
@@ -232,16 +246,14 @@ impl Engine {
     /// deadline factor times its size if `None`.
     pub fn arrive_by(&mut self, r: Request, deadline: Option<Time>, fx: &mut impl Effects) -> Arrival {
         self.events += 1;
-        let now = r.arrival;
-        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
-        let gate = self.brownout.as_mut().map(|b| move || b.gate(now, workers));
         self.optional.0 += u64::from(r.optional > 0);
-        let r = admit(r, gate);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let estimate = self.estimate_size(&r);
         let fpga_service = self.platform.fpga.service(estimate.unwrap_or(r.size) + r.optional);
-        self.allocator.on_arrival(now, fpga_service, deadline);
+        self.allocator.on_arrival(r.arrival, fpga_service, deadline);
+        self.first_scheduling = true;
         let arrival = self.place(r, deadline, false, estimate, fx);
+        self.first_scheduling = false;
         // Counted once booked: the optional part of a rejected request did not run.
         self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
         arrival
@@ -314,8 +326,8 @@ impl Engine {
     }
 
     fn arm(&mut self, id: WorkerId, now: Time) {
-        let w = self.pool.worker(id);
-        let due = w.busy_until.saturating_add(self.platform.idle_timeout(w.kind)).max(now);
+        let w = *self.pool.worker(id);
+        let due = self.idle_since(&w).saturating_add(self.platform.idle_timeout(w.kind)).max(now);
         self.timers.set_armed(id, true);
         self.timers.push(due, Timer::IdleCheck, id, w.generation);
     }
@@ -351,17 +363,18 @@ impl Engine {
             (Timer::IdleCheck, WorkerState::Active | WorkerState::Draining) => {
                 self.timers.set_armed(id, false);
                 let timeout = self.platform.idle_timeout(w.kind);
-                if now < w.busy_until.saturating_add(timeout) {
-                    self.arm(id, now); // it got more work since: look again when that drains
+                if now < self.idle_since(&w).saturating_add(timeout) {
+                    self.arm(id, now); // it got more work (or became surplus) since: look again
                 } else if may_release(
                     w.kind,
-                    w.busy_until,
+                    self.idle_since(&w),
                     now,
                     timeout,
                     self.pool.allocated(Kind::Fpga),
                     self.target,
                 ) {
                     self.release(id, now, fx);
+                    self.note_surplus(now);
                 }
                 // Otherwise an FPGA within the target is held, timer unarmed, until it gets work or
                 // the target drops (see `on_tick`).
@@ -387,11 +400,36 @@ impl Engine {
         self.work = PerKind::default();
         let want = self.plan_caps.clip(Kind::Fpga, self.allocator.plan(&stats));
         self.claim_boards(want, &stats);
-        self.target = self.caps.clip(Kind::Fpga, want);
+        let held = match self.release_timing {
+            ReleaseTiming::Drained => want,
+            ReleaseTiming::Planned => want.max(self.planned),
+        };
+        self.planned = want;
+        self.target = self.caps.clip(Kind::Fpga, held);
+        self.note_surplus(now);
         let changes = self.reconcile.on_tick(&self.pool, self.target, now);
         self.apply(changes, now, fx);
+        self.note_surplus(now);
         self.intervals += 1;
         self.next_tick = Some(now + self.platform.interval());
+    }
+
+    /// Under `Planned`, when the pool's surplus began (now, if it begins now; none once it ends).
+    fn note_surplus(&mut self, now: Time) {
+        if self.release_timing == ReleaseTiming::Planned {
+            let surplus = self.pool.allocated(Kind::Fpga) > self.target;
+            let since = self.reconcile.surplus_since;
+            self.reconcile.surplus_since = surplus.then(|| since.unwrap_or(now));
+        }
+    }
+
+    /// Since when worker `w` counts as idle for the release rule: its queue drained, and for an FPGA
+    /// under `Planned`, no earlier than the pool's surplus began.
+    fn idle_since(&self, w: &crate::model::pool::Worker) -> Time {
+        match w.kind {
+            Kind::Fpga => w.busy_until.max(self.reconcile.surplus_since.unwrap_or(0)),
+            Kind::Cpu => w.busy_until,
+        }
     }
 
     /// With shared boards, bids for them and takes the cap granted (never above the plan's own);
@@ -485,13 +523,25 @@ impl Engine {
         self.admission.admits_queued(finish, job.deadline)
     }
 
+    /// At a request's first scheduling on worker `id`, the brownout gate decides its optional part on
+    /// the queue it will face when it starts there; without the part it needs only its mandatory
+    /// size of service. The dispatcher placed it with the part: the decision is not taken yet.
+    fn first_schedule(&mut self, r: Request, id: WorkerId, service: Time) -> (Request, Time) {
+        let Some(b) = self.brownout.as_mut().filter(|_| self.first_scheduling) else { return (r, service) };
+        let w = self.pool.worker(id);
+        let (now, start, kind) = (r.arrival, w.start_at(r.arrival), w.kind);
+        let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
+        let decided = admit(r, Some(|| b.gate(now, start, workers)));
+        if decided == r { (r, service) } else { (decided, self.platform.spec(kind).service(decided.size)) }
+    }
+
     /// Books `r` on worker `id`: its queue, idle timer, the interval's work, the brownout loop and
     /// the tally.
     #[inline]
     fn book(&mut self, r: Request, id: WorkerId, job: Job, fx: &mut impl Effects) -> Assignment {
         let now = r.arrival;
         let kind = self.pool.worker(id).kind;
-        let service = job.service[kind.index()];
+        let (r, service) = self.first_schedule(r, id, job.service[kind.index()]);
         let (start, finish) = self.pool.assign(id, now, service);
         if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
             self.arm(id, now);

@@ -23,6 +23,7 @@ pub mod boards;
 mod brownout;
 mod core;
 mod effects;
+mod finishes;
 mod outcome;
 mod plan;
 mod replay;

@@ -3,6 +3,7 @@
 use super::brownout::PoolBrownout;
 use crate::model::{Platform, Request, Time};
 use crate::policy::estimate::Statistic;
+use crate::policy::release::ReleaseTiming;
 use crate::policy::{Admission, Caps, Demand, DispatcherKind, Scheduler};
 use std::sync::Arc;
 
@@ -27,6 +28,8 @@ pub struct Plan {
     /// Unknown sizes: requests are dispatched at this statistic of the sizes measured so far
     /// ([`super::sizes`]); `None` dispatches at each request's own size, known in advance (the paper).
     pub sizes: Option<Statistic>,
+    /// When surplus FPGAs may start their idle countdown (ours so far, or the paper's reading).
+    pub release: ReleaseTiming,
 }
 
 impl Plan {
@@ -41,6 +44,7 @@ impl Plan {
             admission: Admission::QueueLate,
             seed: 0,
             sizes: None,
+            release: ReleaseTiming::Drained,
         }
     }
 

@@ -51,6 +51,9 @@ pub struct Reconcile {
     pub surplus: Surplus,
     /// Caps on the pool.
     pub caps: Caps,
+    /// Under [`super::release::ReleaseTiming::Planned`], since when the pool has held more FPGAs
+    /// than its target: no idle countdown starts before it.
+    pub surplus_since: Option<Time>,
 }
 
 impl Reconcile {
@@ -113,7 +116,7 @@ impl Reconcile {
     }
 
     fn idle_past_timeout(&self, busy_until: Time, now: Time) -> bool {
-        busy_until.saturating_add(self.idle_timeout) <= now
+        busy_until.max(self.surplus_since.unwrap_or(0)).saturating_add(self.idle_timeout) <= now
     }
 }
 
@@ -125,7 +128,12 @@ mod tests {
     const TIMEOUT: Time = 10;
 
     fn rules(surplus: Surplus, fpga_cap: Option<u32>) -> Reconcile {
-        Reconcile { idle_timeout: TIMEOUT, surplus, caps: Caps(PerKind::new(None, fpga_cap)) }
+        Reconcile {
+            idle_timeout: TIMEOUT,
+            surplus,
+            caps: Caps(PerKind::new(None, fpga_cap)),
+            surplus_since: None,
+        }
     }
 
     /// Three warm FPGAs whose queues drain at 0 (idle), 50 and 200.
@@ -173,6 +181,15 @@ mod tests {
         assert_eq!(rules(Surplus::IdleOut, None).on_tick(&p, 2, 100), vec![Change::Release(a)]);
         // Before b's timeout only a goes, and the busy surplus idles out under IdleOut.
         assert_eq!(rules(Surplus::IdleOut, None).on_tick(&p, 0, 55), vec![Change::Release(a)]);
+    }
+
+    #[test]
+    fn no_countdown_starts_before_the_pool_became_surplus() {
+        let (p, [a, b, _]) = pool();
+        // Surplus since 95: a (idle since 0) and b (idle since 50) both wait until 105.
+        let r = Reconcile { surplus_since: Some(95), ..rules(Surplus::IdleOut, None) };
+        assert_eq!(r.on_tick(&p, 0, 100), vec![]);
+        assert_eq!(r.on_tick(&p, 0, 105), vec![Change::Release(a), Change::Release(b)]);
     }
 
     #[test]

@@ -7,10 +7,14 @@
 
 mod cascaded;
 mod dimmer;
+mod event;
+mod percentile;
 mod pi;
 
 pub use cascaded::Cascaded;
 pub use dimmer::Dimmer;
+pub use event::EventBased;
+pub use percentile::{p95, percentile};
 pub use pi::EventPi;
 
 use crate::model::Request;
@@ -87,8 +91,10 @@ pub enum ControllerKind {
     None,
     /// Klein et al.'s dimmer with recursive-least-squares gain estimation.
     Dimmer,
-    /// Event-driven brownout with a PI law on the queue threshold.
+    /// Event-driven brownout with our PI law on the queue threshold.
     Pi,
+    /// Event-driven brownout with the published PI tuner (BrownoutCC's event-based baseline).
+    Event,
     /// BrownoutCC, feedback only.
     Cascaded,
     /// BrownoutCC with feedforward.
@@ -97,10 +103,11 @@ pub enum ControllerKind {
 
 impl ControllerKind {
     /// Every controller.
-    pub const ALL: [ControllerKind; 5] = [
+    pub const ALL: [ControllerKind; 6] = [
         ControllerKind::None,
         ControllerKind::Dimmer,
         ControllerKind::Pi,
+        ControllerKind::Event,
         ControllerKind::Cascaded,
         ControllerKind::CascadedFf,
     ];
@@ -111,6 +118,7 @@ impl ControllerKind {
             ControllerKind::None => Box::new(AlwaysOptional),
             ControllerKind::Dimmer => Box::new(Dimmer::new(setpoint)),
             ControllerKind::Pi => Box::new(EventPi::new(setpoint)),
+            ControllerKind::Event => Box::new(EventBased::new(setpoint)),
             ControllerKind::Cascaded => Box::new(Cascaded::new(setpoint, false)),
             ControllerKind::CascadedFf => Box::new(Cascaded::new(setpoint, true)),
         }
@@ -122,6 +130,7 @@ impl ControllerKind {
             ControllerKind::None => "none",
             ControllerKind::Dimmer => "dimmer",
             ControllerKind::Pi => "pi",
+            ControllerKind::Event => "event",
             ControllerKind::Cascaded => "cascaded",
             ControllerKind::CascadedFf => "cascaded-ff",
         }
@@ -130,7 +139,7 @@ impl ControllerKind {
 
 /// An unknown controller name.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("unknown controller '{0}': expected none, dimmer, pi, cascaded or cascaded-ff")]
+#[error("unknown controller '{0}': expected none, dimmer, pi, event, cascaded or cascaded-ff")]
 pub struct UnknownController(pub String);
 
 impl std::str::FromStr for ControllerKind {
