@@ -8,6 +8,7 @@ use crate::model::{Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
 use crate::policy::estimate::Statistic;
+use crate::policy::release::ReleaseTiming;
 use crate::policy::{DispatcherKind, Objective, Scheduler};
 use crate::trace::bmodel::bmodel;
 use crate::trace::{RateTrace, SizeSpec, Synthetic};
@@ -85,6 +86,8 @@ pub enum Work {
         dispatcher: Option<DispatcherKind>,
         /// Unknown sizes: dispatch at this estimate (`None`: sizes known).
         sizes: Option<Statistic>,
+        /// When surplus FPGAs may start their idle countdown.
+        release: ReleaseTiming,
     },
     /// Several applications, a pool each, sharing boards (beyond the paper: scarce boards).
     Shared {
@@ -155,8 +158,13 @@ impl Job {
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
         let metrics = match &self.work {
-            Work::Sim { platform, trace, scheduler, dispatcher, sizes } => {
-                let plan = Plan { dispatcher: *dispatcher, sizes: *sizes, ..Plan::new(*scheduler) };
+            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release } => {
+                let plan = Plan {
+                    dispatcher: *dispatcher,
+                    sizes: *sizes,
+                    release: *release,
+                    ..Plan::new(*scheduler)
+                };
                 let report = match trace {
                     TraceSource::Synthetic(s) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
@@ -286,7 +294,14 @@ pub(crate) fn sim(
         params: params(at),
         trace,
         series,
-        work: Work::Sim { platform, trace: source, scheduler, dispatcher, sizes: None },
+        work: Work::Sim {
+            platform,
+            trace: source,
+            scheduler,
+            dispatcher,
+            sizes: None,
+            release: ReleaseTiming::Drained,
+        },
     }
 }
 

@@ -9,6 +9,7 @@ mod fig4;
 mod fig5;
 mod fig6;
 mod fig7;
+mod release;
 mod sizes;
 mod table8;
 mod table9;
@@ -21,6 +22,7 @@ pub use fig4::Fig4;
 pub use fig5::Fig5;
 pub use fig6::Fig6;
 pub use fig7::Fig7;
+pub use release::Release;
 pub use sizes::Sizes;
 pub use table8::Table8;
 pub use table9::Table9;
@@ -31,8 +33,8 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 11] {
-    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Fig7, &Boards, &Deadline, &Sizes, &Table9, &Table8]
+pub fn all() -> [&'static dyn Experiment; 12] {
+    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Deadline, &Sizes, &Table9, &Table8]
 }
 
 /// The experiment named `id`.

@@ -8,6 +8,7 @@
 use super::synthetic_with;
 use crate::model::Platform;
 use crate::policy::estimate::Statistic;
+use crate::policy::release::ReleaseTiming;
 use crate::policy::{Objective, Scheduler};
 use crate::reproduce::aggregate::Table;
 use crate::reproduce::charts::{EE, chart, lines};
@@ -65,6 +66,7 @@ impl Experiment for Sizes {
                             scheduler: Scheduler::Spork(Objective::ENERGY),
                             dispatcher: None,
                             sizes,
+                            release: ReleaseTiming::Drained,
                         },
                     });
                 }

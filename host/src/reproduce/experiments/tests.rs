@@ -68,7 +68,10 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
     assert!(by_id("table9prod").is_none(), "a folder is not an experiment");
     assert_eq!(
         ids(),
-        ["boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "sizes", "table8", "table9"]
+        [
+            "boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "release", "sizes",
+            "table8", "table9"
+        ]
     );
 }
 
@@ -168,7 +171,10 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
     let order: Vec<&str> = all().iter().map(|e| e.id()).collect();
     assert_eq!(
         order,
-        ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "boards", "deadline", "sizes", "table9", "table8"]
+        [
+            "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "deadline", "sizes",
+            "table9", "table8"
+        ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
     assert_eq!(production, BTreeSet::from(["table8", "table9"]));
