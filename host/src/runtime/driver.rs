@@ -184,6 +184,9 @@ impl Run<'_> {
         if let Inputs::Given(work) = &inputs {
             r.size = self.estimator.estimate(work.mandatory.items());
             r.optional = work.optional.as_ref().map_or(0, |p| self.estimator.estimate(p.items()));
+            // A client states no size: without a deadline of its own, it gets the profile's factor
+            // times the estimate.
+            r.nominal = r.size;
         }
         let deadline = deadline.map(|d| now.saturating_add(d));
         let span = deadline.unwrap_or_else(|| r.deadline(self.cfg.platform.deadline_factor)) - now;
