@@ -311,13 +311,14 @@ fn record_load_writes_the_measured_reconfiguration_into_the_manifest() {
 }
 
 #[test]
-fn serve_refuses_bad_board_settings_before_it_listens() {
+fn serve_refuses_bad_settings_before_it_listens() {
     // Each is refused at start-up, with what to do instead; none gets as far as a socket.
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (&["serve", "--board", "sim", "--crosscheck"], "needs --board model"),
         (&["serve", "--board", "alveo", "--boards", "2"], "a real board is one board"),
         (&["serve", "--boards", "100000"], "more than a pool may hold"),
         (&["serve", "--models", "dense", "--io-threads", "0"], "io_threads 0 must be from 1 to 256"),
+        (&["serve", "--models", "dense", "--size-estimate", "p200"], "invalid size estimate 'p200'"),
     ];
     for (args, needle) in cases {
         let o = spork(args);

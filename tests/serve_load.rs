@@ -36,6 +36,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         limits: Limits::default(),
         grace: Duration::from_secs(3),
         io_threads: 1,
+        size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout,
         faults,
     };
@@ -177,6 +178,7 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
         limits: Limits::default(),
         grace: Duration::from_secs(3),
         io_threads: 1,
+        size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: FaultPlan::default(),
     };

@@ -100,6 +100,7 @@ fn one(
         limits: Limits::default(),
         grace: Duration::from_secs(5),
         io_threads: 1,
+        size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
     };

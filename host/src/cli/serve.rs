@@ -1,6 +1,7 @@
 //! `spork serve`: the Open Inference Protocol (HTTP and gRPC) in front of one Spork pool per model.
 //! Settings come from `--config serve.toml` and flags (a flag wins); see `spork serve --help`.
 
+use spork::policy::estimate::Statistic;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,6 +76,10 @@ pub struct Args {
     /// machine; more carry more connections [default: 1 per 8 cores, at least 1].
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
+    /// What a request is booked at before it runs: `mean` of the CPU time per item measured so far,
+    /// or a percentile such as `p99` (fewer requests overrun their bookings and miss) [default: mean].
+    #[arg(long, value_name = "ESTIMATE")]
+    size_estimate: Option<Statistic>,
     /// Largest request body or gRPC message in bytes [default: 16 MiB].
     #[arg(long, value_name = "BYTES")]
     max_body: Option<usize>,
@@ -101,6 +106,7 @@ struct File {
     #[serde(default, with = "humantime_serde_opt")]
     grace: Option<Duration>,
     io_threads: Option<usize>,
+    size_estimate: Option<String>,
     max_cpu: Option<u32>,
     max_fpga: Option<u32>,
     limits: Option<FileLimits>,
@@ -133,7 +139,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
+               auth_health, grace, io_threads, size_estimate, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
                xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -266,6 +272,13 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         limits,
         grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
         io_threads: io_threads(args.io_threads.or(file.io_threads))?,
+        size_estimate: match (args.size_estimate, file.size_estimate) {
+            (Some(s), _) => s,
+            (None, Some(s)) => {
+                s.parse().map_err(|e| anyhow::anyhow!("size_estimate in the config file: {e}"))?
+            }
+            (None, None) => Statistic::Mean,
+        },
         kernel_timeout,
         faults: Default::default(),
     })

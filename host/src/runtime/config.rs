@@ -1,5 +1,6 @@
 //! What a live run is given.
 
+use crate::policy::estimate::Statistic;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -57,9 +58,18 @@ pub struct RunConfig {
     /// Boards shared with other pools, and this pool's index among them (default none: the pool's
     /// FPGA cap is the plan's alone).
     pub share: Option<(SharedBoards, usize)>,
+    /// What a client request (whose size is not known) is booked at: a statistic of the CPU time per
+    /// input item measured so far (`policy::estimate`; the mean, or a percentile such as the p99 that
+    /// keeps requests from overrunning their bookings).
+    pub size_estimate: Statistic,
 }
 
 impl RunConfig {
+    /// The same, with client requests sized at `statistic` of the sizes measured so far.
+    pub fn sized_at(self, statistic: Statistic) -> RunConfig {
+        RunConfig { size_estimate: statistic, ..self }
+    }
+
     /// `plan` on `platform` over `requests` (a trace of length `horizon`) running `image`, with the
     /// defaults above.
     pub fn new(
@@ -88,6 +98,7 @@ impl RunConfig {
             limits: Limits::default(),
             status: None,
             share: None,
+            size_estimate: Statistic::Mean,
         }
     }
 }

@@ -87,7 +87,7 @@ pub async fn drive(
         trace_over: false,
         stopped_at: None,
         interrupts: 0,
-        estimator: SizeEstimator::new(cfg.calibration.items_per_sec),
+        estimator: SizeEstimator::with(cfg.size_estimate, cfg.calibration.items_per_sec),
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     let mut published = 0;

@@ -19,6 +19,7 @@ pub mod pools;
 pub mod server;
 pub mod tensor;
 
+use crate::policy::estimate::Statistic;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,6 +123,8 @@ pub struct ServeConfig {
     /// fastest per request on a small machine: with two, a request's wake-ups cross between them
     /// (measured: 271 us against 170 us at p50 on a 2-core VM); more carry more connections.
     pub io_threads: usize,
+    /// What a request is booked at before it has run: a statistic of the measured sizes.
+    pub size_estimate: Statistic,
     /// A board kernel running longer than this is abandoned and its request re-run on a CPU.
     pub kernel_timeout: Duration,
     /// Injected faults (tests, drills): failed board configurations, stalled kernels.
@@ -184,7 +187,8 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             faults: cfg.faults.clone(),
             share: shared.clone().map(|s| (s, i)),
             ..RunConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration, Vec::new(), 0)
-        };
+        }
+        .sized_at(cfg.size_estimate);
         pools.push((k.image.kernel, Pool::start(run, clock.clone())?));
     }
     let probes: Vec<(Kernel, Arc<Work>)> =
