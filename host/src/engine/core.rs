@@ -11,7 +11,7 @@ use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
 use crate::policy::estimate::Statistic;
 use crate::policy::fleet::{Change, Reconcile};
-use crate::policy::release::{ReleaseTiming, may_release};
+use crate::policy::release::{ReleaseTiming, idle_since, may_release};
 use crate::policy::{
     Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Objective, Placement, dispatch,
 };
@@ -400,10 +400,7 @@ impl Engine {
         self.work = PerKind::default();
         let want = self.plan_caps.clip(Kind::Fpga, self.allocator.plan(&stats));
         self.claim_boards(want, &stats);
-        let held = match self.release_timing {
-            ReleaseTiming::Drained => want,
-            ReleaseTiming::Planned => want.max(self.planned),
-        };
+        let held = self.release_timing.held(want, self.planned);
         self.planned = want;
         self.target = self.caps.clip(Kind::Fpga, held);
         self.note_surplus(now);
@@ -414,22 +411,16 @@ impl Engine {
         self.next_tick = Some(now + self.platform.interval());
     }
 
-    /// Under `Planned`, when the pool's surplus began (now, if it begins now; none once it ends).
+    /// When the pool's surplus began (the release timing's rule), after a change at `now`.
     fn note_surplus(&mut self, now: Time) {
-        if self.release_timing == ReleaseTiming::Planned {
-            let surplus = self.pool.allocated(Kind::Fpga) > self.target;
-            let since = self.reconcile.surplus_since;
-            self.reconcile.surplus_since = surplus.then(|| since.unwrap_or(now));
-        }
+        let allocated = self.pool.allocated(Kind::Fpga);
+        let since = self.reconcile.surplus_since;
+        self.reconcile.surplus_since = self.release_timing.surplus_since(since, allocated, self.target, now);
     }
 
-    /// Since when worker `w` counts as idle for the release rule: its queue drained, and for an FPGA
-    /// under `Planned`, no earlier than the pool's surplus began.
+    /// Since when worker `w` counts as idle for the release rule.
     fn idle_since(&self, w: &crate::model::pool::Worker) -> Time {
-        match w.kind {
-            Kind::Fpga => w.busy_until.max(self.reconcile.surplus_since.unwrap_or(0)),
-            Kind::Cpu => w.busy_until,
-        }
+        idle_since(w.kind, w.busy_until, self.reconcile.surplus_since)
     }
 
     /// With shared boards, bids for them and takes the cap granted (never above the plan's own);

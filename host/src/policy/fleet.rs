@@ -17,6 +17,7 @@
 //! Everything here is pure: it reads the pool and returns [`Change`]s in the order to apply them.
 
 use super::caps::Caps;
+use super::release::idle_since;
 use crate::model::pool::Phase;
 use crate::model::{Kind, Pool, Time, WorkerId};
 
@@ -116,7 +117,7 @@ impl Reconcile {
     }
 
     fn idle_past_timeout(&self, busy_until: Time, now: Time) -> bool {
-        busy_until.max(self.surplus_since.unwrap_or(0)).saturating_add(self.idle_timeout) <= now
+        idle_since(Kind::Fpga, busy_until, self.surplus_since).saturating_add(self.idle_timeout) <= now
     }
 }
 

@@ -37,6 +37,32 @@ impl ReleaseTiming {
     }
 }
 
+impl ReleaseTiming {
+    /// The FPGA count releases are judged against in the interval that starts now, given the plan
+    /// `want` (n_{t+1}) and the previous one `planned` (n_t).
+    pub fn held(self, want: u32, planned: u32) -> u32 {
+        match self {
+            ReleaseTiming::Drained => want,
+            ReleaseTiming::Planned => want.max(planned),
+        }
+    }
+
+    /// Since when the pool has held a surplus, at `now`: it began `since` (if it had one), and it now
+    /// holds `allocated` FPGAs against `target`. Always `None` under `Drained`.
+    pub fn surplus_since(self, since: Option<Time>, allocated: u32, target: u32, now: Time) -> Option<Time> {
+        (self == ReleaseTiming::Planned && allocated > target).then(|| since.unwrap_or(now))
+    }
+}
+
+/// Since when a worker counts as idle for the release rule: its queue drained at `busy_until`, and an
+/// FPGA's countdown starts no earlier than the pool's surplus (`surplus_since`, only under `Planned`).
+pub fn idle_since(kind: Kind, busy_until: Time, surplus_since: Option<Time>) -> Time {
+    match kind {
+        Kind::Fpga => busy_until.max(surplus_since.unwrap_or(0)),
+        Kind::Cpu => busy_until,
+    }
+}
+
 impl fmt::Display for ReleaseTiming {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -75,6 +101,19 @@ pub fn may_release(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_planned_timing_holds_the_last_plan_and_counts_from_the_surplus() {
+        assert_eq!(ReleaseTiming::Drained.held(2, 5), 2);
+        assert_eq!(ReleaseTiming::Planned.held(2, 5), 5);
+        assert_eq!(ReleaseTiming::Drained.surplus_since(None, 5, 2, 7), None);
+        assert_eq!(ReleaseTiming::Planned.surplus_since(None, 5, 2, 7), Some(7));
+        assert_eq!(ReleaseTiming::Planned.surplus_since(Some(3), 5, 2, 7), Some(3));
+        assert_eq!(ReleaseTiming::Planned.surplus_since(Some(3), 2, 2, 7), None);
+        assert_eq!(idle_since(Kind::Fpga, 4, Some(9)), 9);
+        assert_eq!(idle_since(Kind::Cpu, 4, Some(9)), 4);
+        assert_eq!(idle_since(Kind::Fpga, 4, None), 4);
+    }
 
     #[test]
     fn fpgas_within_target_are_held() {

@@ -36,53 +36,54 @@ const REST: &str = "with the paper's release timing the gap shrinks from about h
     the rest was not traced further (our traces are synthetic b-model load, the paper's spin-up and \
     idle accounting are not spelled out beyond section 5.1)";
 
+/// The idle share of `series` at `at`, against the paper's `paper`.
+const fn idle(finding: &'static str, paper: f64, series: &'static str, at: At, cause: &'static str) -> Claim {
+    Claim::share(finding, paper, value(pick(series, at, IDLE)), cause)
+}
+
 static CLAIMS: [Claim; 8] = [
-    Claim::share(
-        "SporkE idle share of energy at 100 W, our release timing",
-        0.04,
-        value(pick("SporkE, drained", W100, IDLE)),
-        CAUSE,
-    ),
-    Claim::share(
+    idle("SporkE idle share of energy at 100 W, our release timing", 0.04, "SporkE, drained", W100, CAUSE),
+    idle(
         "SporkE idle share of energy at 100 W, the paper's release timing",
         0.04,
-        value(pick("SporkE, planned", W100, IDLE)),
+        "SporkE, planned",
+        W100,
         REST,
     ),
-    Claim::share(
-        "SporkE idle share of energy at 25 W, our release timing",
-        0.13,
-        value(pick("SporkE, drained", W25, IDLE)),
-        CAUSE,
-    ),
-    Claim::share(
+    idle("SporkE idle share of energy at 25 W, our release timing", 0.13, "SporkE, drained", W25, CAUSE),
+    idle(
         "SporkE idle share of energy at 25 W, the paper's release timing",
         0.13,
-        value(pick("SporkE, planned", W25, IDLE)),
+        "SporkE, planned",
+        W25,
         REST,
     ),
-    Claim::share(
+    idle(
         "FPGA-static idle share of energy at 100 W, our release timing",
         0.33,
-        value(pick("FPGA-static, drained", W100, IDLE)),
+        "FPGA-static, drained",
+        W100,
         CAUSE,
     ),
-    Claim::share(
+    idle(
         "FPGA-static idle share of energy at 100 W, the paper's release timing",
         0.33,
-        value(pick("FPGA-static, planned", W100, IDLE)),
+        "FPGA-static, planned",
+        W100,
         CAUSE,
     ),
-    Claim::share(
+    idle(
         "FPGA-static idle share of energy at 25 W, our release timing, over",
         0.66,
-        value(pick("FPGA-static, drained", W25, IDLE)),
+        "FPGA-static, drained",
+        W25,
         CAUSE,
     ),
-    Claim::share(
+    idle(
         "FPGA-static idle share of energy at 25 W, the paper's release timing, over",
         0.66,
-        value(pick("FPGA-static, planned", W25, IDLE)),
+        "FPGA-static, planned",
+        W25,
         CAUSE,
     ),
 ];
