@@ -5,14 +5,16 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=proto/inference.proto");
-    // The Open Inference Protocol's gRPC service (`spork serve`); needs protoc (Debian:
+    println!("cargo:rerun-if-changed=proto/worker.proto");
+    // The Open Inference Protocol's gRPC service (`spork serve`) and the worker API (`spork worker`);
+    // needs protoc (Debian:
     // protobuf-compiler).
     if let Err(e) = tonic_prost_build::configure()
         .build_client(true)
-        .compile_protos(&["proto/inference.proto"], &["proto"])
+        .compile_protos(&["proto/inference.proto", "proto/worker.proto"], &["proto"])
     {
         panic!(
-            "\n\nspork: compiling proto/inference.proto failed: {e}\n  fix: apt-get install -y protobuf-compiler (protoc)\n\n"
+            "\n\nspork: compiling proto/inference.proto and proto/worker.proto failed: {e}\n  fix: apt-get install -y protobuf-compiler (protoc)\n\n"
         );
     }
     println!("cargo:rerun-if-changed=xrt-wrapper.h");

@@ -11,6 +11,7 @@
 //! - [`runtime`]: the engine in wall time on CPU threads, the simulated board and real boards.
 //! - [`load`]: `spork load`, an open-loop load generator for a server (HTTP or gRPC).
 //! - [`serve`]: the engine behind the Open Inference Protocol (HTTP and gRPC): `spork serve`.
+//! - [`worker_host`]: `spork worker`, a host's boards and CPU threads behind the worker API.
 //! - [`optimal`]: the MILP optimum of section 3; [`reproduce`]: every experiment of the paper.
 //! - [`power`]: power meters (RAPL, Alveo sysfs and xbutil, modelled).
 //! - [`xrt`]: pre-flight checks and (feature `xrt`) the XRT C API binding; `f1` (feature): AWS F1 management.
@@ -33,4 +34,5 @@ pub mod reproduce;
 pub mod runtime;
 pub mod serve;
 pub mod trace;
+pub mod worker_host;
 pub mod xrt;

@@ -28,6 +28,7 @@ mod serve;
 mod simulate;
 mod table;
 mod trace;
+mod worker;
 
 use clap::{Parser, Subcommand};
 
@@ -58,6 +59,9 @@ enum Command {
     Run(run::Args),
     /// Serve requests over the Open Inference Protocol (HTTP and gRPC), one Spork pool per model.
     Serve(serve::Args),
+    /// Serve this host's boards and CPU worker threads to a scheduler (`spork serve --worker`) over
+    /// the worker API (gRPC, mutual TLS outside loopback).
+    Worker(worker::Args),
     /// Send a trace to a server, open loop, over HTTP or gRPC; report latency, misses and errors.
     Load(load::Args),
     /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
@@ -85,6 +89,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Worker(a) => worker::run(a),
         Command::Load(a) => load::run(a),
         Command::Power(a) => power::run(a),
         Command::Devices(a) => devices::run(a),

@@ -13,6 +13,7 @@ use spork::input::InputError;
 use spork::policy::Scheduler;
 use spork::runtime::Board;
 use spork::runtime::backend::crosscheck::CrossCheck;
+use spork::runtime::backend::remote::{DEFAULT_WORKER_NAME, Hosts, RemoteConfig, Source, TlsFiles};
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 use std::sync::Arc;
@@ -80,11 +81,66 @@ pub struct Args {
     /// or a percentile such as `p99` (fewer requests overrun their bookings and miss) [default: mean].
     #[arg(long, value_name = "ESTIMATE")]
     size_estimate: Option<Statistic>,
+    /// A worker host (`spork worker`) whose slots the pools use, HOST:PORT; repeatable. With worker
+    /// hosts, every FPGA worker is a slot of theirs, and CPU workers are too while one is free.
+    #[arg(long = "worker", value_name = "HOST:PORT")]
+    worker: Vec<String>,
+    /// Worker hosts from DNS, dns:NAME:PORT (every address of NAME, re-resolved every 5 s: a
+    /// Kubernetes headless Service gives one per worker pod).
+    #[arg(long, value_name = "dns:NAME:PORT")]
+    workers: Option<String>,
+    #[command(flatten)]
+    worker_tls: WorkerTls,
+    /// Plaintext to worker hosts outside loopback (a trusted network only).
+    #[arg(long)]
+    insecure_workers: bool,
     /// Largest request body or gRPC message in bytes [default: 16 MiB].
     #[arg(long, value_name = "BYTES")]
     max_body: Option<usize>,
     #[command(flatten)]
     pool: PoolArgs,
+}
+
+/// Mutual TLS to the worker hosts (`[worker_tls]` in the settings file).
+#[derive(clap::Args, Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkerTls {
+    /// The scheduler's certificate (PEM), presented to worker hosts.
+    #[arg(long = "worker-tls-cert", value_name = "FILE")]
+    cert: Option<PathBuf>,
+    /// The scheduler's private key (PEM).
+    #[arg(long = "worker-tls-key", value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// The CA (PEM) that signed the worker hosts' certificates.
+    #[arg(long = "worker-tls-ca", value_name = "FILE")]
+    ca: Option<PathBuf>,
+    /// The name the worker hosts' certificates carry (they are dialled by address) [default: spork-worker].
+    #[arg(long = "worker-tls-name", value_name = "NAME")]
+    name: Option<String>,
+}
+
+impl WorkerTls {
+    /// Each field from `self`, else from `file`.
+    fn or(self, file: WorkerTls) -> WorkerTls {
+        WorkerTls {
+            cert: self.cert.or(file.cert),
+            key: self.key.or(file.key),
+            ca: self.ca.or(file.ca),
+            name: self.name.or(file.name),
+        }
+    }
+
+    /// The files, all three or none.
+    fn files(self) -> anyhow::Result<Option<(TlsFiles, String)>> {
+        let name = self.name.unwrap_or_else(|| DEFAULT_WORKER_NAME.into());
+        match (self.cert, self.key, self.ca) {
+            (Some(cert), Some(key), Some(ca)) => Ok(Some((TlsFiles { cert, key, ca }, name))),
+            (None, None, None) => Ok(None),
+            _ => bail!(
+                "worker TLS needs all three of --worker-tls-cert, --worker-tls-key and --worker-tls-ca (or cert, key and ca in [worker_tls])"
+            ),
+        }
+    }
 }
 
 /// The settings file.
@@ -110,6 +166,11 @@ struct File {
     max_cpu: Option<u32>,
     max_fpga: Option<u32>,
     limits: Option<FileLimits>,
+    #[serde(default)]
+    worker: Vec<String>,
+    workers: Option<String>,
+    worker_tls: Option<WorkerTls>,
+    insecure_workers: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -139,8 +200,8 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, size_estimate, max_cpu, max_fpga, a [limits] table and a [real_board] table (xclbin, \
-               xclbin_alt, device, slot, agfi, sys)";
+               auth_health, grace, io_threads, size_estimate, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
+               a [worker_tls] table (cert, key, ca, name) and a [real_board] table (xclbin, xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
 
@@ -236,6 +297,21 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
     let real = args.real.or(file.real_board.unwrap_or_default());
     let crosscheck = args.crosscheck || file.crosscheck.unwrap_or(false);
+    let remote = remote_hosts(
+        if args.worker.is_empty() { file.worker } else { args.worker },
+        args.workers.or(file.workers),
+        args.worker_tls.or(file.worker_tls.unwrap_or_default()),
+        args.insecure_workers || file.insecure_workers.unwrap_or(false),
+    )?;
+    if remote.is_some()
+        && (matches!(which, BoardArg::Alveo | BoardArg::F1)
+            || args.boards.or(file.boards).is_some()
+            || crosscheck)
+    {
+        bail!(
+            "with worker hosts the boards are theirs: drop --board alveo/f1, --boards and --crosscheck (give them to `spork worker`)"
+        );
+    }
     let boards = shared_boards(which, args.boards.or(file.boards), crosscheck)?;
     let platform_file = args.platform.or(file.platform);
     let clock_mhz = args.clock_mhz.or(file.clock_mhz);
@@ -252,9 +328,10 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernels.push(kernel);
     }
     // The server's board; a real board's models each have their own (above), so it goes unused.
-    let board = match which {
-        BoardArg::Model => Board::Model(crosscheck.then(|| Arc::new(CrossCheck::default()))),
-        BoardArg::Sim | BoardArg::Alveo | BoardArg::F1 => Board::Sim,
+    let board = match (remote, which) {
+        (Some(hosts), _) => Board::Remote(hosts),
+        (None, BoardArg::Model) => Board::Model(crosscheck.then(|| Arc::new(CrossCheck::default()))),
+        (None, BoardArg::Sim | BoardArg::Alveo | BoardArg::F1) => Board::Sim,
     };
     let token = match args.token_file.or(file.token_file) {
         Some(p) => Some(token(&p)?),
@@ -282,6 +359,32 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernel_timeout,
         faults: Default::default(),
     })
+}
+
+/// The worker hosts, if any are given: found, checked and (the first round) described before the
+/// pools start.
+fn remote_hosts(
+    listed: Vec<String>,
+    dns: Option<String>,
+    tls: WorkerTls,
+    insecure: bool,
+) -> anyhow::Result<Option<Hosts>> {
+    let mut sources: Vec<Source> = listed.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    if let Some(d) = dns {
+        if !d.starts_with("dns:") {
+            bail!("--workers '{d}': write dns:NAME:PORT (a single host goes in --worker HOST:PORT)");
+        }
+        sources.push(d.parse()?);
+    }
+    if sources.is_empty() {
+        return Ok(None);
+    }
+    let cfg = RemoteConfig::new(sources, tls.files()?, insecure);
+    let hosts = Hosts::start(cfg).context("reaching the worker hosts")?;
+    let (views, _, _) = hosts.snapshot();
+    let up = views.iter().filter(|v| v.up).count();
+    eprintln!("worker hosts: {up} of {} up, {} FPGA slots", views.len(), hosts.capacity());
+    Ok(Some(hosts))
 }
 
 /// The boards shared between the models' pools: a real board is one board time-shared; `--boards N`

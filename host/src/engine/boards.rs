@@ -21,6 +21,11 @@ impl SharedBoards {
         SharedBoards { books: Arc::new(Mutex::new(Books::new(boards, pools, sharing))) }
     }
 
+    /// The machine now has `boards` boards (worker hosts joined or left): later claims see it.
+    pub fn set_boards(&self, boards: u32) {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner).set_boards(boards);
+    }
+
     /// Pool `pool`'s handle, for its engine.
     pub fn handle(&self, pool: usize) -> Box<dyn BoardShare> {
         Box::new(Handle { boards: self.clone(), pool })

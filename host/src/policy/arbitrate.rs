@@ -190,6 +190,12 @@ impl Books {
         cap
     }
 
+    /// The count of boards changes (hosts with boards joined or left). A pool holding more than its
+    /// next cap then drains down to it, as when a board moves.
+    pub fn set_boards(&mut self, boards: u32) {
+        self.boards = boards;
+    }
+
     /// `pool`'s fixed share under [`Sharing::EvenSplit`].
     fn even_share(&self, pool: usize) -> u32 {
         let n = self.bids.len().max(1) as u32;

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use super::backend::BackendError;
 use super::clock::Clock;
 use super::config::RunConfig;
 use super::fleet::LiveFleet;
@@ -147,6 +148,8 @@ impl Run<'_> {
         let h = &self.st.estimate_error_permille;
         let estimate = [0.5, 0.95].map(|q| if h.is_empty() { 0 } else { h.value_at_quantile(q) });
         status.publish(&self.engine, self.inflight.len(), reconfig, estimate);
+        status.reruns.store(self.st.faults.redispatched, Ordering::Relaxed);
+        status.workers_lost.store(self.st.faults.workers_lost, Ordering::Relaxed);
     }
 
     /// Handles what woke the loop, after everything due by now.
@@ -272,6 +275,13 @@ impl Run<'_> {
                 }
             }
             Event::Done(d) => self.on_done(d, now),
+            Event::Lost { slot, generation, why } => {
+                if self.fleet.kind_of(slot, generation).is_some() {
+                    self.st.faults.workers_lost += 1;
+                    self.st.faults.log.push(format!("worker slot {}: {why}", slot.0));
+                }
+                self.fail_board(slot, generation, now);
+            }
         }
     }
 
@@ -296,6 +306,15 @@ impl Run<'_> {
             Ok(Some(answer)) => self.answered(&d, o, answer),
             // Handed back unrun by a failed or cancelled board: run it on a CPU.
             Ok(None) => self.redispatch(d.id, o, now),
+            // Its worker is gone (a host went down): fail it, re-run the request elsewhere.
+            Err(BackendError::Lost(why)) => {
+                if self.fleet.kind_of(d.slot, d.generation).is_some() {
+                    self.st.faults.workers_lost += 1;
+                    self.st.faults.log.push(format!("worker slot {}: {why}", d.slot.0));
+                }
+                self.fail_board(d.slot, d.generation, now);
+                self.redispatch(d.id, o, now);
+            }
             Err(e) => {
                 self.st.faults.kernel_errors += 1;
                 self.st.faults.log.push(format!("request {} on {}: {e}", d.id, d.kind.name()));

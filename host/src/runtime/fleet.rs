@@ -47,8 +47,12 @@ impl Effects for LiveFleet<'_> {
         // before (the policy charges it so); only the measured configuration remains.
         let delay = if at == ready_at { Duration::ZERO } else { Duration::from_nanos(ready_at - at) };
         let cfg = self.cfg;
-        let backend =
+        let mut backend =
             backend::spawn(kind, &cfg.board, &cfg.platform, &cfg.calibration, &cfg.image, delay, fail);
+        let (events, generation) = (self.events.clone(), self.generation);
+        backend.on_lost(Box::new(move |why| {
+            let _ = events.send(Event::Lost { slot, generation, why });
+        }));
         let worker = Worker::spawn(
             slot,
             self.generation,

@@ -22,6 +22,8 @@ pub struct Faults {
     pub redispatched: u64,
     /// Results that came after their request had been answered elsewhere (dropped).
     pub late_discarded: u64,
+    /// Workers lost with their host (a worker host that went down or stopped answering).
+    pub workers_lost: u64,
     /// What went wrong, one line per fault.
     #[serde(rename = "faults")]
     pub log: Vec<String>,

@@ -32,6 +32,10 @@ pub struct Status {
     pub fpga_cap: AtomicU64,
     /// The size estimator's relative error, median and p95 (x1000).
     pub estimate_error_milli: [AtomicU64; 2],
+    /// Requests re-run after their worker failed, and workers lost with their host, so far.
+    pub reruns: AtomicU64,
+    /// See `reruns`.
+    pub workers_lost: AtomicU64,
 }
 
 impl Status {

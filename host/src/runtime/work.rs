@@ -106,6 +106,8 @@ pub enum Output {
 pub struct KernelImage {
     /// The kernel.
     pub kernel: Kernel,
+    /// The seed its state was drawn from: a worker host rebuilds the same image from the two.
+    pub seed: u64,
     /// Bloom: the subscriber profile.
     pub profile: Profile,
     /// Bloom: the terms the profile holds (documents draw some from them).
@@ -121,7 +123,7 @@ impl KernelImage {
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
         let (profile, interests) = inputs::profile(&mut rng, 100);
         let layer = inputs::layer(&mut rng);
-        KernelImage { kernel, profile, interests, layer }
+        KernelImage { kernel, seed, profile, interests, layer }
     }
 
     /// A request's inputs of about `items` items.

@@ -69,6 +69,15 @@ pub enum Event {
     },
     /// A job ended: run, failed or handed back unrun.
     Done(Done),
+    /// The worker was lost (its host went down): its queue re-runs elsewhere.
+    Lost {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation.
+        generation: u64,
+        /// Why.
+        why: String,
+    },
 }
 
 /// How a job ended on a worker.

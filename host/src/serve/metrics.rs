@@ -12,6 +12,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::model::Kind;
+use crate::runtime::backend::remote::Hosts;
 use crate::runtime::status::{STATES, Status};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -52,6 +53,17 @@ struct Quantile {
     quantile: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HostLabels {
+    host: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateOnly {
+    state: String,
+}
+
 type FGauge = Gauge<f64, AtomicU64>;
 
 /// The server's metrics.
@@ -69,6 +81,12 @@ pub struct Metrics {
     estimate_error: Family<Quantile, FGauge>,
     fpga_target: Family<ModelOnly, Gauge>,
     fpga_cap: Family<ModelOnly, Gauge>,
+    reruns: Family<ModelOnly, Gauge>,
+    workers_lost: Family<ModelOnly, Gauge>,
+    hosts: Family<StateOnly, Gauge>,
+    host_slots: Family<HostLabels, Gauge>,
+    host_leased: Family<HostLabels, Gauge>,
+    hosts_lost: Gauge,
 }
 
 impl Default for Metrics {
@@ -91,6 +109,26 @@ impl Metrics {
             (Family::default(), Family::default(), Family::default());
         let (energy, brownout, estimate_error) = (Family::default(), Family::default(), Family::default());
         let (fpga_target, fpga_cap) = (Family::default(), Family::default());
+        let (reruns, workers_lost, hosts) = (Family::default(), Family::default(), Family::default());
+        let (host_slots, host_leased, hosts_lost) = (Family::default(), Family::default(), Gauge::default());
+        registry.register(
+            "request_reruns",
+            "Requests re-run after their worker failed or was lost",
+            reruns.clone(),
+        );
+        registry.register("workers_lost", "Workers lost with their worker host", workers_lost.clone());
+        registry.register(
+            "worker_hosts",
+            "Worker hosts by state (up: answering health checks)",
+            hosts.clone(),
+        );
+        registry.register("worker_host_slots", "Slots a worker host offers, by type", host_slots.clone());
+        registry.register(
+            "worker_host_slots_leased",
+            "Slots leased on a worker host, by type",
+            host_leased.clone(),
+        );
+        registry.register("worker_hosts_lost", "Times a worker host went down", hosts_lost.clone());
         registry.register(
             "requests",
             "Inference requests by model, worker type (none if not served) and outcome",
@@ -137,6 +175,12 @@ impl Metrics {
         );
         Metrics {
             registry,
+            reruns,
+            workers_lost,
+            hosts,
+            host_slots,
+            host_leased,
+            hosts_lost,
             fpga_target,
             fpga_cap,
             requests,
@@ -178,9 +222,16 @@ impl Metrics {
     }
 
     /// The text exposition of everything, with `pools`' published state read now.
-    pub fn render<'a>(&self, pools: impl Iterator<Item = (&'a str, &'a Status)>) -> String {
+    pub fn render<'a>(
+        &self,
+        pools: impl Iterator<Item = (&'a str, &'a Status)>,
+        hosts: Option<&Hosts>,
+    ) -> String {
         for (model, status) in pools {
             self.read(model, status);
+        }
+        if let Some(h) = hosts {
+            self.read_hosts(h);
         }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
@@ -189,8 +240,25 @@ impl Metrics {
         out
     }
 
+    fn read_hosts(&self, hosts: &Hosts) {
+        let (views, lost, _) = hosts.snapshot();
+        let up = views.iter().filter(|v| v.up).count() as i64;
+        self.hosts.get_or_create(&StateOnly { state: "up".into() }).set(up);
+        self.hosts.get_or_create(&StateOnly { state: "down".into() }).set(views.len() as i64 - up);
+        self.hosts_lost.set(lost as i64);
+        for v in views {
+            for kind in Kind::ALL {
+                let labels = HostLabels { host: v.addr.to_string(), kind: kind.name().into() };
+                self.host_slots.get_or_create(&labels).set(i64::from(v.slots[kind]));
+                self.host_leased.get_or_create(&labels).set(i64::from(v.leased[kind]));
+            }
+        }
+    }
+
     fn read(&self, model: &str, s: &Status) {
         let m = || ModelOnly { model: model.into() };
+        self.reruns.get_or_create(&m()).set(s.reruns.load(Ordering::Relaxed) as i64);
+        self.workers_lost.get_or_create(&m()).set(s.workers_lost.load(Ordering::Relaxed) as i64);
         for kind in Kind::ALL {
             for (state, n) in STATES.iter().zip(&s.workers[kind]) {
                 let labels = WorkerLabels {

@@ -177,7 +177,17 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         .enable_all()
         .build()?;
     let clock = Clock::start();
-    let shared = cfg.boards.map(|n| SharedBoards::new(n, cfg.kernels.len(), Sharing::Arbitrate));
+    // Remote workers: the hosts' FPGA slots are the boards every pool shares, as many as are up.
+    let remote = match &cfg.board {
+        Board::Remote(hosts) => Some(hosts.clone()),
+        _ => None,
+    };
+    let boards = remote.as_ref().map(|h| h.capacity()).or(cfg.boards);
+    let shared = boards.map(|n| SharedBoards::new(n, cfg.kernels.len(), Sharing::Arbitrate));
+    if let (Some(hosts), Some(shared)) = (&remote, &shared) {
+        let books = shared.clone();
+        hosts.on_capacity(Box::new(move |n| books.set_boards(n)));
+    }
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {
         let run = RunConfig {
@@ -194,6 +204,9 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     let probes: Vec<(Kernel, Arc<Work>)> =
         cfg.kernels.iter().map(|k| (k.image.kernel, probe(&k.image))).collect();
     let server = Arc::new(Server::new(pools, cfg.token.clone(), cfg.open_health, cfg.limits));
+    if let Some(hosts) = remote {
+        server.show_hosts(hosts);
+    }
     rt.block_on(async {
         for (kernel, work) in probes {
             server

@@ -95,6 +95,8 @@ pub struct Server {
     pub metrics: Metrics,
     ready: AtomicBool,
     draining: AtomicBool,
+    /// The worker hosts, when the pools' workers are remote.
+    hosts: std::sync::OnceLock<crate::runtime::backend::remote::Hosts>,
 }
 
 impl Server {
@@ -115,7 +117,13 @@ impl Server {
             metrics: Metrics::new(),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            hosts: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Shows `hosts` in the metrics (the pools' workers are theirs).
+    pub fn show_hosts(&self, hosts: crate::runtime::backend::remote::Hosts) {
+        let _ = self.hosts.set(hosts);
     }
 
     /// Whether it takes requests: ready and not draining.
@@ -179,7 +187,7 @@ impl Server {
     /// The metrics text, each pool's state read now.
     pub fn render_metrics(&self) -> String {
         let pools: Vec<(&str, &Status)> = self.models.iter().map(|(n, s)| (*n, &*s.pool.status)).collect();
-        self.metrics.render(pools.into_iter())
+        self.metrics.render(pools.into_iter(), self.hosts.get())
     }
 
     /// Sends `work` through `kernel`'s pool, bypassing readiness: the start-up probe.

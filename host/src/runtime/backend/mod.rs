@@ -9,6 +9,7 @@ pub mod crosscheck;
 #[cfg(feature = "f1")]
 mod f1;
 mod model;
+pub mod remote;
 
 #[cfg(feature = "xrt")]
 pub use alveo::{AlveoBoard, AlveoConfig};
@@ -41,6 +42,9 @@ pub enum Board {
     /// An AWS F1 slot.
     #[cfg(feature = "f1")]
     F1(F1Config),
+    /// Slots of worker hosts (`spork worker`): FPGA workers always, CPU workers while a host has a
+    /// CPU slot free (else a thread here).
+    Remote(remote::Hosts),
 }
 
 impl Board {
@@ -53,13 +57,14 @@ impl Board {
             Board::Alveo(c) => format!("alveo {}", c.device),
             #[cfg(feature = "f1")]
             Board::F1(c) => format!("f1 slot {} ({})", c.slot, c.agfi),
+            Board::Remote(h) => format!("remote ({} FPGA slots up)", h.capacity()),
         }
     }
 
     /// A real board or slot holds one FPGA worker at a time; the simulated and emulated boards any
     /// number.
     pub fn fpga_limit(&self) -> Option<u32> {
-        (!matches!(self, Board::Sim | Board::Model(_))).then_some(1)
+        (!matches!(self, Board::Sim | Board::Model(_) | Board::Remote(_))).then_some(1)
     }
 }
 
@@ -78,6 +83,14 @@ pub fn spawn(
 ) -> Box<dyn Backend> {
     let clock_hz = calibration.clock_hz;
     match (kind, board) {
+        (Kind::Cpu, Board::Remote(hosts)) => {
+            let slot = remote::RemoteSlot::new(kind, hosts.clone(), calibration, delay);
+            if slot.is_reserved() {
+                Box::new(slot)
+            } else {
+                Box::new(CpuWorker::new(platform.cpu, delay, Instant::now()))
+            }
+        }
         (Kind::Cpu, _) => Box::new(CpuWorker::new(platform.cpu, delay, Instant::now())),
         (Kind::Fpga, Board::Sim) => {
             Box::new(SimBoardSlot::new(clock_hz, delay, platform.fpga, fail_configure))
@@ -94,6 +107,9 @@ pub fn spawn(
         (Kind::Fpga, Board::Alveo(c)) => Box::new(AlveoBoard::new(c.clone(), platform.fpga)),
         #[cfg(feature = "f1")]
         (Kind::Fpga, Board::F1(c)) => Box::new(F1Slot::new(c.clone(), platform.fpga)),
+        (Kind::Fpga, Board::Remote(hosts)) => {
+            Box::new(remote::RemoteSlot::new(kind, hosts.clone(), calibration, delay))
+        }
     }
 }
 
@@ -114,6 +130,9 @@ pub enum BackendError {
     /// A job arrived before the worker was configured.
     #[error("the worker is not configured")]
     NotConfigured,
+    /// The worker is gone (its host went down or stopped answering): its requests re-run elsewhere.
+    #[error("the worker was lost: {0}")]
+    Lost(String),
 }
 
 /// What configuring took.
@@ -159,4 +178,7 @@ pub trait Backend: Send {
     fn is_reference(&self) -> bool {
         false
     }
+    /// Whom to tell if the worker is lost while it waits for work (a remote host going down); a
+    /// local worker never is.
+    fn on_lost(&mut self, _notify: remote::LostNotify) {}
 }

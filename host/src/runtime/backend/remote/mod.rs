@@ -1,0 +1,16 @@
+//! Workers on other hosts: the scheduler's side of the worker API (`proto/worker.proto`), served by
+//! `spork worker`. [`Hosts`] finds and health-checks the hosts and books the slots leased on them;
+//! a [`RemoteSlot`] is one leased slot behind the [`super::Backend`] trait, so a remote worker is a
+//! worker of the engine like any other (its thread, queue, generation and failure path are the
+//! runtime's own).
+
+mod hosts;
+mod slot;
+pub mod source;
+pub mod tls;
+pub mod wire;
+
+pub use hosts::{HostView, Hosts, HostsError, LostNotify, RemoteConfig};
+pub use slot::RemoteSlot;
+pub use source::Source;
+pub use tls::{DEFAULT_WORKER_NAME, TlsFiles};

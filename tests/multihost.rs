@@ -1,0 +1,274 @@
+//! Many hosts on one machine: `spork serve` and three `spork worker` processes, each worker in a
+//! network namespace of its own joined to this one by a veth pair (mutual TLS, as outside
+//! loopback), under `spork load`. Mid-load one worker is killed (SIGKILL), then another cut off
+//! (its link taken down), then the killed one comes back and the last is cut too: every request is
+//! answered or refused exactly once, the lost slots are failed and replaced, re-runs are counted,
+//! and the returning worker's slots are used again (issue: many hosts).
+//!
+//! Needs root for `ip netns`; without it the workers listen on separate loopback addresses and
+//! "cut off" is SIGSTOP (the test says which it ran).
+
+#[path = "support/pki.rs"]
+mod pki;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SPORK: &str = env!("CARGO_BIN_EXE_spork");
+
+/// How the workers are separated.
+enum Net {
+    /// Namespaces `ns[i]`, host-side links `link[i]`.
+    Namespaces {
+        ns: Vec<String>,
+        link: Vec<String>,
+    },
+    Loopback,
+}
+
+impl Net {
+    fn setup(tag: u32) -> Net {
+        let ns: Vec<String> = (1..=3).map(|i| format!("smh{tag}n{i}")).collect();
+        let link: Vec<String> = (1..=3).map(|i| format!("smh{tag}h{i}")).collect();
+        let ok = (0..3).all(|i| {
+            let peer = format!("smh{tag}p{}", i + 1);
+            let net = format!("10.213.{}", i + 1);
+            sh(&["ip", "netns", "add", &ns[i]])
+                && sh(&["ip", "link", "add", &link[i], "type", "veth", "peer", "name", &peer])
+                && sh(&["ip", "link", "set", &peer, "netns", &ns[i]])
+                && sh(&["ip", "addr", "add", &format!("{net}.1/24"), "dev", &link[i]])
+                && sh(&["ip", "link", "set", &link[i], "up"])
+                && sh(&["ip", "-n", &ns[i], "addr", "add", &format!("{net}.2/24"), "dev", &peer])
+                && sh(&["ip", "-n", &ns[i], "link", "set", &peer, "up"])
+                && sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"])
+        });
+        let net = Net::Namespaces { ns, link };
+        if ok {
+            eprintln!("multihost: each worker in its own network namespace (ip netns, veth pairs)");
+            net
+        } else {
+            drop(net);
+            eprintln!(
+                "multihost: ip netns is not permitted here: workers on separate loopback addresses, cut off by SIGSTOP"
+            );
+            Net::Loopback
+        }
+    }
+
+    fn addr(&self, i: usize) -> String {
+        match self {
+            Net::Namespaces { .. } => format!("10.213.{}.2:7070", i + 1),
+            Net::Loopback => format!("127.0.13.{}:7070", i + 1),
+        }
+    }
+
+    fn command(&self, i: usize) -> Command {
+        match self {
+            Net::Namespaces { ns, .. } => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns[i], SPORK]);
+                c
+            }
+            Net::Loopback => Command::new(SPORK),
+        }
+    }
+
+    /// Cuts worker `i` off (true) or reconnects it.
+    fn cut(&self, i: usize, off: bool, worker: &Child) {
+        match self {
+            Net::Namespaces { link, .. } => {
+                assert!(sh(&["ip", "link", "set", &link[i], if off { "down" } else { "up" }]), "ip link set");
+            }
+            Net::Loopback => {
+                signal(worker, if off { libc::SIGSTOP } else { libc::SIGCONT });
+            }
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        if let Net::Namespaces { ns, link } = self {
+            for (n, l) in ns.iter().zip(link.iter()) {
+                let _ = Command::new("ip").args(["link", "del", l]).stderr(Stdio::null()).status();
+                let _ = Command::new("ip").args(["netns", "del", n]).stderr(Stdio::null()).status();
+            }
+        }
+    }
+}
+
+fn sh(args: &[&str]) -> bool {
+    Command::new(args[0]).args(&args[1..]).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+}
+
+/// Kills its processes whatever happens.
+struct Procs(Vec<Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            signal(c, libc::SIGCONT);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn start_worker(net: &Net, i: usize, tls: &Path) -> Child {
+    let d = |f: &str| tls.join(f).display().to_string();
+    let child = net
+        .command(i)
+        .args([
+            "worker",
+            "--listen",
+            &net.addr(i),
+            "--board",
+            "model",
+            "--fpga-slots",
+            "1",
+            "--cpu-slots",
+            "1",
+        ])
+        .args(["--tls-cert", &d("worker.pem"), "--tls-key", &d("worker.key"), "--tls-ca", &d("spork-ca.pem")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spork worker starts");
+    wait_for(|| port_open(net, i), "a worker to listen");
+    child
+}
+
+fn port_open(net: &Net, i: usize) -> bool {
+    let addr: std::net::SocketAddr = net.addr(i).parse().unwrap();
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+}
+
+fn wait_for(mut f: impl FnMut() -> bool, what: &str) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The metrics of the server at `http`, as name{labels} -> value (none while it does not listen).
+fn metrics(http: &str) -> BTreeMap<String, f64> {
+    let Ok(mut s) = std::net::TcpStream::connect(http) else { return BTreeMap::new() };
+    use std::io::Write;
+    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.lines()
+        .filter(|l| l.starts_with("spork_"))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(k, v)| Some((k.to_string(), v.parse().ok()?))))
+        .collect()
+}
+
+fn get(m: &BTreeMap<String, f64>, key: &str) -> f64 {
+    m.get(key).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn workers_killed_cut_off_and_returning_lose_no_request() {
+    let tag = std::process::id() % 10_000;
+    let net = Net::setup(tag);
+    let dir = tempfile::tempdir().unwrap();
+    let ca = pki::ca(dir.path(), "spork-ca");
+    ca.leaf(dir.path(), "worker", "spork-worker");
+    ca.leaf(dir.path(), "scheduler", "spork-scheduler");
+    let mut workers = Procs((0..3).map(|i| start_worker(&net, i, dir.path())).collect());
+    let d = |f: &str| dir.path().join(f).display().to_string();
+    let http = "127.0.0.1:18400";
+    let mut serve = Command::new(SPORK)
+        .args(["serve", "--http", http, "--grpc", "127.0.0.1:18401", "--models", "sobel"])
+        .args(["--worker", &net.addr(0), "--worker", &net.addr(1), "--worker", &net.addr(2)])
+        .args(["--worker-tls-cert", &d("scheduler.pem"), "--worker-tls-key", &d("scheduler.key")])
+        .args(["--worker-tls-ca", &ca.pem.display().to_string(), "--grace", "10s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    wait_for(|| get(&metrics(http), "spork_worker_hosts{state=\"up\"}") == 3.0, "three hosts up");
+    let load = Command::new(SPORK)
+        .args(["load", "--target", http, "--duration", "28s", "--rate", "250", "--burstiness", "0.6"])
+        .args(["--timeout", "20s", "--json", "--seed", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spork load starts");
+    let start = Instant::now();
+    let at = |s: u64| {
+        let due = Duration::from_secs(s);
+        std::thread::sleep(due.saturating_sub(start.elapsed()));
+    };
+    let mut host1_used_again = 0.0f64;
+    at(6);
+    // SIGKILL worker 1: its connections reset at once.
+    let _ = workers.0[0].kill();
+    let _ = workers.0[0].wait();
+    at(10);
+    workers.0[0] = start_worker(&net, 0, dir.path());
+    at(12);
+    net.cut(1, true, &workers.0[1]);
+    at(16);
+    // The last of the first three cut off too: only the returning worker is left for the FPGAs.
+    net.cut(2, true, &workers.0[2]);
+    // Until the others return, the returning worker's FPGA slot is the only one.
+    let leased1 = format!("spork_worker_host_slots_leased{{host=\"{}\",kind=\"fpga\"}}", net.addr(0));
+    while start.elapsed() < Duration::from_secs(23) {
+        host1_used_again = host1_used_again.max(get(&metrics(http), &leased1));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mid = metrics(http);
+    net.cut(1, false, &workers.0[1]);
+    net.cut(2, false, &workers.0[2]);
+    let out = load.wait_with_output().expect("load ends");
+    let after = metrics(http);
+    signal(&serve, libc::SIGTERM);
+    let mut err = String::new();
+    serve.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = serve.wait().unwrap();
+    assert!(status.success(), "serve failed: {err}");
+
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("load's JSON report");
+    let sent = report["sent"].as_u64().unwrap();
+    let ok = report["ok"].as_u64().unwrap();
+    let errors = report["errors"].as_object().unwrap();
+    let refused: u64 =
+        errors.iter().filter(|(k, _)| k.as_str() == "http 429").map(|(_, v)| v.as_u64().unwrap()).sum();
+    eprintln!("load: {report}\nserve: {err}");
+    assert!(errors.keys().all(|k| k == "http 429"), "requests lost or failed: {errors:?}");
+    assert_eq!(ok + refused, sent, "every request answered or refused");
+    // The server's own count: each request answered or refused once (its start-up probe is one more).
+    let line = err.lines().find(|l| l.starts_with("sobel:")).expect("the pool's report");
+    let n = |word: &str| -> u64 {
+        let before = line.split(word).next().unwrap();
+        before.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    assert_eq!(n(" answered"), ok + 1, "{line}");
+    assert_eq!(n(" rejected"), refused, "{line}");
+    assert_eq!(n(" refused at the drain"), 0, "{line}");
+    // The losses were seen, failed through the engine and re-run; the hosts came back.
+    assert!(get(&after, "spork_worker_hosts_lost") >= 3.0, "{after:?}");
+    assert!(get(&mid, "spork_workers_lost{model=\"sobel\"}") >= 2.0, "{mid:?}");
+    assert!(get(&after, "spork_request_reruns{model=\"sobel\"}") >= 1.0, "no request was re-run: {after:?}");
+    assert!(host1_used_again >= 1.0, "the returning worker's FPGA slot was not used again");
+    assert_eq!(get(&after, "spork_worker_hosts{state=\"up\"}"), 3.0, "{after:?}");
+    eprintln!(
+        "multihost: {sent} sent, {ok} answered, {refused} refused; {} hosts lost, {} workers lost, {} re-runs",
+        get(&after, "spork_worker_hosts_lost"),
+        get(&after, "spork_workers_lost{model=\"sobel\"}"),
+        get(&after, "spork_request_reruns{model=\"sobel\"}")
+    );
+    drop(workers);
+}

@@ -1,0 +1,227 @@
+//! The worker API between a scheduler and `spork worker`, over real loopback sockets: a job id is
+//! never run twice; a host that goes away has its leases reported lost; mutual TLS refuses a
+//! scheduler or a worker without a certificate the other side's CA signed (issue: many hosts).
+
+#[path = "support/pki.rs"]
+mod pki;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::SeedableRng;
+use spork::model::{Kind, Platform};
+use spork::runtime::Board;
+use spork::runtime::backend::remote::wire::pb;
+use spork::runtime::backend::remote::wire::pb::worker_client::WorkerClient;
+use spork::runtime::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
+use spork::runtime::backend::{Backend, BackendError};
+use spork::runtime::calibrate::Calibration;
+use spork::runtime::work::KernelImage;
+use spork::worker_host::{self, HostConfig, Offer, RunningHost};
+use spork_golden::Kernel;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+
+const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
+
+fn host(tls: Option<TlsFiles>) -> RunningHost {
+    let boards: HashMap<Kernel, Board> = Kernel::ALL.into_iter().map(|k| (k, Board::Model(None))).collect();
+    worker_host::start(HostConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe: None,
+        tls,
+        insecure: false,
+        offer: Offer {
+            cpu: 2,
+            fpga: 2,
+            boards,
+            platform: Platform::default(),
+            lease_timeout: Duration::from_secs(10),
+        },
+        board: "model".into(),
+    })
+    .expect("the worker host starts")
+}
+
+fn hosts(addr: std::net::SocketAddr, tls: Option<(TlsFiles, String)>) -> Hosts {
+    let mut cfg = RemoteConfig::new(vec![addr.to_string().parse().unwrap()], tls, false);
+    cfg.health_every = Duration::from_millis(50);
+    cfg.health_timeout = Duration::from_millis(300);
+    cfg.misses = 2;
+    Hosts::start(cfg).expect("hosts")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+#[test]
+fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
+    let h = host(None);
+    let image = KernelImage::new(Kernel::Sobel, 3);
+    let payload = image.payload(4096, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1));
+    let rt = rt();
+    rt.block_on(async {
+        let ch = Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
+        let mut c = WorkerClient::new(ch);
+        let req = pb::ConfigureRequest {
+            session: 9,
+            kind: pb::SlotKind::Cpu as i32,
+            kernel: "sobel".into(),
+            image_seed: 3,
+            items_per_sec: CAL.items_per_sec,
+            clock_hz: CAL.clock_hz,
+            items_per_cycle: 1.0,
+            ..Default::default()
+        };
+        let lease = c.configure(req).await.expect("configured").into_inner().lease;
+        let job = pb::Job { lease, id: 7, payload: Some((&payload).into()) };
+        let mut answers = Vec::new();
+        // The same job on two streams, as after a broken connection: one run, two equal answers.
+        for _ in 0..2 {
+            let out = tokio_stream::iter(vec![job.clone()]);
+            let mut replies = c.run(out).await.expect("stream").into_inner();
+            answers.push(replies.message().await.expect("reply").expect("one reply"));
+        }
+        assert_eq!(answers[0], answers[1]);
+        let want = image.reference(&payload).unwrap();
+        match &answers[0].result {
+            Some(pb::job_result::Result::Output(o)) => {
+                assert_eq!(spork::runtime::work::Output::try_from(o.clone()).unwrap(), want)
+            }
+            other => panic!("not an output: {other:?}"),
+        }
+        // A job on a lease the host does not hold is refused as lost, not run.
+        let stray = pb::Job { lease: lease + 100, id: 8, payload: Some((&payload).into()) };
+        let mut replies = c.run(tokio_stream::iter(vec![stray])).await.unwrap().into_inner();
+        let r = replies.message().await.unwrap().unwrap();
+        assert!(matches!(r.result, Some(pb::job_result::Result::Lost(_))), "{r:?}");
+    });
+    assert_eq!(h.runs(), 1, "the retried job ran again");
+    h.stop();
+}
+
+#[test]
+fn a_remote_slot_serves_like_a_local_worker_and_is_lost_with_its_host() {
+    let h = host(None);
+    let hosts = hosts(h.addr, None);
+    assert_eq!(hosts.capacity(), 2);
+    let image = KernelImage::new(Kernel::Bloom, 4);
+    let mut slot = RemoteSlot::new(Kind::Fpga, hosts.clone(), &CAL, Duration::ZERO);
+    let lost = Arc::new(Mutex::new(None));
+    let seen = lost.clone();
+    slot.on_lost(Box::new(move |why| *seen.lock().unwrap() = Some(why)));
+    let configured = slot.configure(&image).expect("configured");
+    assert!(configured.measured > Duration::ZERO, "the network round trip is measured");
+    assert!(slot.is_reference(), "a model board's answers are the reference's");
+    let payload = image.payload(2000, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(2));
+    let done = slot.submit(&payload).expect("answered");
+    assert_eq!(done.output, image.reference(&payload).unwrap());
+    assert!(done.device.is_some_and(|(cycles, _)| cycles > 0), "the board's cycles come back");
+    assert_eq!(hosts.snapshot().0[0].leased.fpga, 1);
+    h.stop();
+    // The host is gone: within a few health checks the lease is reported lost, and a job fails as
+    // lost (its request re-runs elsewhere), never as a kernel error.
+    for _ in 0..100 {
+        if lost.lock().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let why = lost.lock().unwrap().clone().expect("the lease was reported lost");
+    assert!(why.contains("down"), "{why}");
+    assert!(matches!(slot.submit(&payload), Err(BackendError::Lost(_))));
+    assert_eq!(hosts.capacity(), 0, "a host that is down offers nothing");
+    assert_eq!(hosts.snapshot().1, 1, "one host went down");
+}
+
+#[test]
+fn mutual_tls_admits_the_right_certificates_and_refuses_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ca, rogue) = (pki::ca(d, "spork-ca"), pki::ca(d, "rogue-ca"));
+    let (wc, wk) = ca.leaf(d, "worker", "spork-worker");
+    let (sc, sk) = ca.leaf(d, "scheduler", "spork-scheduler");
+    let (rc, rk) = rogue.leaf(d, "rogue", "spork-worker");
+    let worker_tls = TlsFiles { cert: wc.clone(), key: wk.clone(), ca: ca.pem.clone() };
+    let good = host(Some(worker_tls));
+    let files = |cert: &std::path::Path, key: &std::path::Path| TlsFiles {
+        cert: cert.into(),
+        key: key.into(),
+        ca: ca.pem.clone(),
+    };
+
+    // Both sides signed by the CA: the host is up.
+    let ok = hosts(good.addr, Some((files(&sc, &sk), "spork-worker".into())));
+    assert_eq!(ok.capacity(), 2, "a trusted scheduler reaches a trusted worker");
+
+    // A scheduler with the rogue CA's certificate is refused by the worker.
+    let refused = hosts(good.addr, Some((files(&rc, &rk), "spork-worker".into())));
+    assert!(!refused.snapshot().0[0].up, "the worker accepted a scheduler it does not trust");
+
+    // A scheduler presenting no certificate at all is refused too.
+    let rt = rt();
+    let bare = rt.block_on(async {
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(std::fs::read(&ca.pem).unwrap()))
+            .domain_name("spork-worker");
+        let ch = Endpoint::from_shared(format!("https://{}", good.addr))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+            .connect()
+            .await;
+        match ch {
+            Ok(ch) => WorkerClient::new(ch)
+                .describe(pb::DescribeRequest {})
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    });
+    assert!(bare.is_err(), "a scheduler without a certificate was served");
+
+    // A worker presenting the rogue CA's certificate is refused by the scheduler.
+    let impostor = host(Some(TlsFiles { cert: rc.clone(), key: rk.clone(), ca: ca.pem.clone() }));
+    let wary = hosts(impostor.addr, Some((files(&sc, &sk), "spork-worker".into())));
+    assert!(!wary.snapshot().0[0].up, "the scheduler trusted a worker the CA did not sign");
+    assert_eq!(wary.capacity(), 0);
+
+    // A worker whose certificate names someone else is refused as well.
+    let (oc, ok_key) = ca.leaf(d, "other", "not-a-worker");
+    let misnamed = host(Some(TlsFiles { cert: oc, key: ok_key, ca: ca.pem.clone() }));
+    let wary = hosts(misnamed.addr, Some((files(&sc, &sk), "spork-worker".into())));
+    assert!(!wary.snapshot().0[0].up, "the scheduler trusted a certificate for another name");
+
+    // Plaintext to a TLS worker gets nowhere.
+    let plain = hosts(good.addr, None);
+    assert!(!plain.snapshot().0[0].up);
+    for h in [good, impostor, misnamed] {
+        h.stop();
+    }
+}
+
+#[test]
+fn plaintext_outside_loopback_is_refused_with_the_fix() {
+    let err = worker_host::start(HostConfig {
+        listen: "0.0.0.0:0".parse().unwrap(),
+        probe: None,
+        tls: None,
+        insecure: false,
+        offer: Offer {
+            cpu: 1,
+            fpga: 0,
+            boards: HashMap::new(),
+            platform: Platform::default(),
+            lease_timeout: Duration::from_secs(10),
+        },
+        board: "cpu".into(),
+    })
+    .err()
+    .expect("refused");
+    assert!(err.to_string().contains("mutual TLS") && err.to_string().contains("--insecure"), "{err}");
+    let cfg = RemoteConfig::new(vec!["10.9.8.7:7070".parse().unwrap()], None, false);
+    let err = Hosts::start(cfg).expect_err("refused").to_string();
+    assert!(err.contains("10.9.8.7:7070") && err.contains("TLS"), "{err}");
+}
