@@ -33,18 +33,21 @@ impl Net {
     fn setup(tag: u32) -> Net {
         let ns: Vec<String> = (1..=3).map(|i| format!("smh{tag}n{i}")).collect();
         let link: Vec<String> = (1..=3).map(|i| format!("smh{tag}h{i}")).collect();
-        let ok = (0..3).all(|i| {
-            let peer = format!("smh{tag}p{}", i + 1);
-            let net = format!("10.213.{}", i + 1);
-            sh(&["ip", "netns", "add", &ns[i]])
-                && sh(&["ip", "link", "add", &link[i], "type", "veth", "peer", "name", &peer])
-                && sh(&["ip", "link", "set", &peer, "netns", &ns[i]])
-                && sh(&["ip", "addr", "add", &format!("{net}.1/24"), "dev", &link[i]])
-                && sh(&["ip", "link", "set", &link[i], "up"])
-                && sh(&["ip", "-n", &ns[i], "addr", "add", &format!("{net}.2/24"), "dev", &peer])
-                && sh(&["ip", "-n", &ns[i], "link", "set", &peer, "up"])
-                && sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"])
-        });
+        // A cut link must drop packets, as a dead cable does: without its connected route, traffic
+        // for the namespace would follow the default route out of the machine.
+        let ok = sh(&["ip", "route", "add", "blackhole", "10.213.0.0/16"])
+            && (0..3).all(|i| {
+                let peer = format!("smh{tag}p{}", i + 1);
+                let net = format!("10.213.{}", i + 1);
+                sh(&["ip", "netns", "add", &ns[i]])
+                    && sh(&["ip", "link", "add", &link[i], "type", "veth", "peer", "name", &peer])
+                    && sh(&["ip", "link", "set", &peer, "netns", &ns[i]])
+                    && sh(&["ip", "addr", "add", &format!("{net}.1/24"), "dev", &link[i]])
+                    && sh(&["ip", "link", "set", &link[i], "up"])
+                    && sh(&["ip", "-n", &ns[i], "addr", "add", &format!("{net}.2/24"), "dev", &peer])
+                    && sh(&["ip", "-n", &ns[i], "link", "set", &peer, "up"])
+                    && sh(&["ip", "-n", &ns[i], "link", "set", "lo", "up"])
+            });
         let net = Net::Namespaces { ns, link };
         if ok {
             eprintln!("multihost: each worker in its own network namespace (ip netns, veth pairs)");
@@ -92,6 +95,10 @@ impl Net {
 impl Drop for Net {
     fn drop(&mut self) {
         if let Net::Namespaces { ns, link } = self {
+            let _ = Command::new("ip")
+                .args(["route", "del", "blackhole", "10.213.0.0/16"])
+                .stderr(Stdio::null())
+                .status();
             for (n, l) in ns.iter().zip(link.iter()) {
                 let _ = Command::new("ip").args(["link", "del", l]).stderr(Stdio::null()).status();
                 let _ = Command::new("ip").args(["netns", "del", n]).stderr(Stdio::null()).status();

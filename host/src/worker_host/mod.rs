@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
 use crate::runtime::backend::remote::tls::{TlsError, TlsFiles, plaintext_allowed};
@@ -140,7 +141,16 @@ pub fn start(cfg: HostConfig) -> Result<RunningHost, HostError> {
                 let shutdown = async move {
                     let _ = until.wait_for(|&s| s).await;
                 };
-                let serve = router.serve_with_incoming_shutdown(TcpListenerStream::new(api), shutdown);
+                // The listener is ours, so the server's own no-delay setting does not reach its
+                // connections: each is set here (with Nagle's delay, a small answer waited on the
+                // scheduler's delayed acknowledgement: 2.5 ms per job instead of 0.1).
+                let incoming = TcpListenerStream::new(api).map(|c| {
+                    if let Ok(c) = &c {
+                        let _ = c.set_nodelay(true);
+                    }
+                    c
+                });
+                let serve = router.serve_with_incoming_shutdown(incoming, shutdown);
                 // A scheduler keeps its connection open: after a stop, its streams get a moment to
                 // end, then the connections are cut.
                 let deadline = async move {
