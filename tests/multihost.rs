@@ -1,9 +1,10 @@
 //! Many hosts on one machine: `spork serve` and three `spork worker` processes, each worker in a
 //! network namespace of its own joined to this one by a veth pair (mutual TLS, as outside
-//! loopback), under `spork load`. Mid-load one worker is killed (SIGKILL), then another cut off
-//! (its link taken down), then the killed one comes back and the last is cut too: every request is
-//! answered or refused exactly once, the lost slots are failed and replaced, re-runs are counted,
-//! and the returning worker's slots are used again (issue: many hosts).
+//! loopback), under `spork load`. Mid-load the worker holding the pool's FPGA slot is killed
+//! (SIGKILL), then the one its slot was replaced on is cut off (its link taken down); the killed
+//! one comes back and the third is cut too: every request is answered or refused exactly once, the
+//! lost slots are failed and replaced, re-runs are counted, and the returning worker's slot is used
+//! again (issue: many hosts).
 //!
 //! Needs root for `ip netns`; without it the workers listen on separate loopback addresses and
 //! "cut off" is SIGSTOP (the test says which it ran).
@@ -181,6 +182,11 @@ fn metrics(http: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// The metric of FPGA slots leased on worker `i`.
+fn leased(net: &Net, i: usize) -> String {
+    format!("spork_worker_host_slots_leased{{host=\"{}\",kind=\"fpga\"}}", net.addr(i))
+}
+
 fn get(m: &BTreeMap<String, f64>, key: &str) -> f64 {
     m.get(key).copied().unwrap_or(0.0)
 }
@@ -218,27 +224,42 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
         let due = Duration::from_secs(s);
         std::thread::sleep(due.saturating_sub(start.elapsed()));
     };
-    let mut host1_used_again = 0.0f64;
+    // Which host holds the pool's FPGA slot now (the allocator holds one at this load), among `from`.
+    let holder = |from: &[usize]| -> usize {
+        let t = Instant::now();
+        loop {
+            let m = metrics(http);
+            if let Some(&i) = from.iter().find(|&&i| get(&m, &leased(&net, i)) >= 1.0) {
+                return i;
+            }
+            assert!(t.elapsed() < Duration::from_secs(8), "no host holds an FPGA slot: {m:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
     at(6);
-    // SIGKILL worker 1: its connections reset at once.
-    let _ = workers.0[0].kill();
-    let _ = workers.0[0].wait();
+    // SIGKILL the worker holding the FPGA slot: its connections reset at once.
+    let a = holder(&[0, 1, 2]);
+    let _ = workers.0[a].kill();
+    let _ = workers.0[a].wait();
     at(10);
-    workers.0[0] = start_worker(&net, 0, dir.path());
+    workers.0[a] = start_worker(&net, a, dir.path());
     at(12);
-    net.cut(1, true, &workers.0[1]);
+    // Cut off the worker its slot was replaced on: packets to it are dropped from here.
+    let others: Vec<usize> = (0..3).filter(|&i| i != a).collect();
+    let b = holder(&others);
+    net.cut(b, true, &workers.0[b]);
     at(16);
-    // The last of the first three cut off too: only the returning worker is left for the FPGAs.
-    net.cut(2, true, &workers.0[2]);
-    // Until the others return, the returning worker's FPGA slot is the only one.
-    let leased1 = format!("spork_worker_host_slots_leased{{host=\"{}\",kind=\"fpga\"}}", net.addr(0));
+    // The third cut off too: only the returning worker is left for the FPGA.
+    let c = 3 - a - b;
+    net.cut(c, true, &workers.0[c]);
+    let mut used_again = 0.0f64;
     while start.elapsed() < Duration::from_secs(23) {
-        host1_used_again = host1_used_again.max(get(&metrics(http), &leased1));
+        used_again = used_again.max(get(&metrics(http), &leased(&net, a)));
         std::thread::sleep(Duration::from_millis(200));
     }
     let mid = metrics(http);
-    net.cut(1, false, &workers.0[1]);
-    net.cut(2, false, &workers.0[2]);
+    net.cut(b, false, &workers.0[b]);
+    net.cut(c, false, &workers.0[c]);
     let out = load.wait_with_output().expect("load ends");
     let after = metrics(http);
     signal(&serve, libc::SIGTERM);
@@ -269,7 +290,7 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     assert!(get(&after, "spork_worker_hosts_lost") >= 3.0, "{after:?}");
     assert!(get(&mid, "spork_workers_lost{model=\"sobel\"}") >= 2.0, "{mid:?}");
     assert!(get(&after, "spork_request_reruns{model=\"sobel\"}") >= 1.0, "no request was re-run: {after:?}");
-    assert!(host1_used_again >= 1.0, "the returning worker's FPGA slot was not used again");
+    assert!(used_again >= 1.0, "the returning worker's FPGA slot was not used again");
     assert_eq!(get(&after, "spork_worker_hosts{state=\"up\"}"), 3.0, "{after:?}");
     eprintln!(
         "multihost: {sent} sent, {ok} answered, {refused} refused; {} hosts lost, {} workers lost, {} re-runs",
