@@ -225,3 +225,17 @@ fn plaintext_outside_loopback_is_refused_with_the_fix() {
     let err = Hosts::start(cfg).expect_err("refused").to_string();
     assert!(err.contains("10.9.8.7:7070") && err.contains("TLS"), "{err}");
 }
+
+#[test]
+fn hosts_found_through_dns_join_with_their_slots() {
+    let h = host(None);
+    let mut cfg =
+        RemoteConfig::new(vec![format!("dns:localhost:{}", h.addr.port()).parse().unwrap()], None, false);
+    cfg.health_every = Duration::from_millis(50);
+    let hosts = Hosts::start(cfg).expect("hosts");
+    // localhost may also name ::1, where nothing listens: that address stays down.
+    let (views, _, _) = hosts.snapshot();
+    assert!(views.iter().any(|v| v.addr == h.addr && v.up), "{views:?}");
+    assert_eq!(hosts.capacity(), 2);
+    h.stop();
+}
