@@ -231,12 +231,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         match report {
             Some(r) => eprintln!(
                 "{model}: {} answered ({} on FPGAs), {} rejected, {} refused at the drain; {} deadline misses; \
+                 {} re-run after their worker failed ({} workers lost with their host); \
                  {} FPGA configurations (measured part: median {:.3} ms)",
                 r.answered,
                 r.answered_fpga,
                 r.rejected,
                 r.rejected_at_stop,
                 r.deadline_misses,
+                r.faults.redispatched,
+                r.faults.workers_lost,
                 r.reconfig_measured_ms.count,
                 r.reconfig_measured_ms.median
             ),

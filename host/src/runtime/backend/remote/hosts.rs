@@ -93,6 +93,16 @@ struct Host {
     /// Slots leased or being leased, per kind.
     claimed: PerKind<u32>,
     leases: HashMap<u64, Lease>,
+    /// Counts the times it went down: a slot being configured there gives up when it moves.
+    downs: watch::Sender<u64>,
+}
+
+/// A slot reserved on a host for a lease being configured.
+pub(super) struct Reserved {
+    pub addr: SocketAddr,
+    pub client: WorkerClient<Channel>,
+    /// Changes if the host goes down meanwhile.
+    pub downs: watch::Receiver<u64>,
 }
 
 impl Host {
@@ -239,7 +249,7 @@ impl Hosts {
     }
 
     /// Reserves a free `kind` slot on the host with the most free, for a lease being configured.
-    pub(super) fn reserve(&self, kind: Kind) -> Option<(SocketAddr, WorkerClient<Channel>)> {
+    pub(super) fn reserve(&self, kind: Kind) -> Option<Reserved> {
         let mut st = self.lock();
         let (&addr, host) = st
             .hosts
@@ -247,7 +257,7 @@ impl Hosts {
             .filter(|(_, h)| h.free(kind) > 0)
             .max_by_key(|(a, h)| (h.free(kind), std::cmp::Reverse(**a)))?;
         host.claimed[kind] += 1;
-        Some((addr, host.client.clone()))
+        Some(Reserved { addr, client: host.client.clone(), downs: host.downs.subscribe() })
     }
 
     /// Undoes [`Hosts::reserve`] for a lease that was not configured.
@@ -334,6 +344,7 @@ impl Hosts {
             let mut st = self.lock();
             let Some(h) = st.hosts.get_mut(&addr) else { return };
             let was_up = std::mem::replace(&mut h.up, false);
+            h.downs.send_modify(|n| *n += 1);
             h.claimed = PerKind::new(0, 0);
             let lost: Vec<Lease> = h.leases.drain().map(|(_, l)| l).collect();
             st.hosts_lost += u64::from(was_up);
@@ -453,6 +464,7 @@ impl Hosts {
                 misses: 0,
                 claimed: PerKind::new(0, 0),
                 leases: HashMap::new(),
+                downs: watch::channel(0).0,
             };
             self.lock().hosts.insert(addr, host);
         }

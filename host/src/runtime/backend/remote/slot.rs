@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tonic::Streaming;
 use tonic::transport::Channel;
 
-use super::hosts::{Hosts, LostNotify};
+use super::hosts::{Hosts, LostNotify, Reserved};
 use super::wire::pb;
 use super::wire::pb::worker_client::WorkerClient;
 use crate::model::Kind;
@@ -36,7 +36,7 @@ pub struct RemoteSlot {
     kind: Kind,
     hosts: Hosts,
     /// The host whose slot was reserved for it (none was free: configuring fails).
-    reserved: Option<(SocketAddr, WorkerClient<Channel>)>,
+    reserved: Option<Reserved>,
     calibration: Calibration,
     delay: Duration,
     notify: Option<LostNotify>,
@@ -119,29 +119,35 @@ impl Backend for RemoteSlot {
     fn configure(&mut self, image: &KernelImage) -> Result<Configured, BackendError> {
         let what = format!("a remote {} slot with {}", self.kind.name(), image.kernel.name());
         let fail = |reason: String| BackendError::Configure { what: what.clone(), reason };
-        let (addr, mut client) = self
+        let Reserved { addr, mut client, mut downs } = self
             .reserved
             .take()
             .ok_or_else(|| fail(format!("no worker host has a free {} slot", self.kind.name())))?;
         let started = Instant::now();
         let request = self.configure_request(image);
         let limit = self.delay + CONFIGURE_TIMEOUT;
-        // The timer is made inside the client's runtime (a worker's thread has none).
-        let answer =
-            self.hosts.block_on(async { tokio::time::timeout(limit, client.configure(request)).await });
+        // The timer is made inside the client's runtime (a worker's thread has none); a host that
+        // goes down meanwhile ends the wait (its health checks, not the RPC's timeout, say so).
+        let answer = self.hosts.block_on(async {
+            tokio::select! {
+                a = tokio::time::timeout(limit, client.configure(request)) => Some(a),
+                _ = downs.changed() => None,
+            }
+        });
         let reply = match answer {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(status)) => {
+            Some(Ok(Ok(r))) => r.into_inner(),
+            Some(Ok(Err(status))) => {
                 self.hosts.unreserve(addr, self.kind);
                 if status.code() == tonic::Code::Unavailable {
                     self.hosts.check_now(addr, "configuring a slot failed");
                 }
                 return Err(fail(format!("worker host {addr}: {}", status.message())));
             }
-            Err(_) => {
+            Some(Err(_)) => {
                 self.hosts.unreserve(addr, self.kind);
-                return Err(fail(format!("worker host {addr} did not answer within {CONFIGURE_TIMEOUT:?}")));
+                return Err(fail(format!("worker host {addr} did not answer within {limit:?}")));
             }
+            None => return Err(fail(format!("worker host {addr} went down while configuring"))),
         };
         let took = started.elapsed();
         let configured_delay = Duration::from_nanos(reply.configured_delay_ns);
@@ -201,8 +207,8 @@ impl Backend for RemoteSlot {
 
 impl Drop for RemoteSlot {
     fn drop(&mut self) {
-        if let Some((addr, _)) = self.reserved.take() {
-            self.hosts.unreserve(addr, self.kind);
+        if let Some(r) = self.reserved.take() {
+            self.hosts.unreserve(r.addr, self.kind);
         }
         if let Some(l) = self.leased.take() {
             self.hosts.release(l.addr, l.lease);
