@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long, default_value = "10s", value_parser = super::parse_duration)]
     kernel_timeout: u64,
     /// Inject faults: `configure:N` fails the Nth FPGA configuration, `stall:N` stalls the Nth FPGA job
-    /// past the kernel timeout (repeatable).
+    /// sent to a configured board past the kernel timeout (repeatable).
     #[arg(long, value_name = "FAULT")]
     inject_fault: Vec<Fault>,
     /// FPGA workers: `sim` (the simulated board), `model` (a board emulated in real time: reference

@@ -256,6 +256,7 @@ impl Run<'_> {
     fn on_event(&mut self, e: Event, now: Time) {
         match e {
             Event::Ready { slot, generation, configured } => {
+                self.fleet.set_ready(slot, generation);
                 if let Some(kind) = self.fleet.kind_of(slot, generation) {
                     self.st.record_configured(kind, configured);
                 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 pub enum Fault {
     /// The Nth FPGA configuration (1-based, in order) fails.
     Configure(u32),
-    /// The Nth FPGA job (1-based, in dispatch order) stalls past the kernel timeout.
+    /// The Nth FPGA job (1-based, in dispatch order) sent to a configured board stalls past the
+    /// kernel timeout.
     Stall(u64),
 }
 

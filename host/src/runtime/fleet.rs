@@ -23,6 +23,8 @@ struct Live {
     /// Unique per worker started in the run: a reused slot is a new worker, and events from the old
     /// one are recognised by it.
     generation: u64,
+    /// It reported itself configured.
+    ready: bool,
 }
 
 /// The run's worker threads, by pool slot.
@@ -61,7 +63,8 @@ impl Effects for LiveFleet<'_> {
             self.events.clone(),
             self.clock.clone(),
         );
-        if let Some(old) = self.live.insert(slot, Live { worker, kind, generation: self.generation }) {
+        let live = Live { worker, kind, generation: self.generation, ready: false };
+        if let Some(old) = self.live.insert(slot, live) {
             self.retired.push(old.worker);
         }
     }
@@ -98,11 +101,19 @@ impl<'c> LiveFleet<'c> {
         self.live.get(&slot).filter(|l| l.generation == generation).map(|l| l.kind)
     }
 
-    /// Queues request `id` on the worker in `slot` (an FPGA job may be sabotaged by the injector);
-    /// false if no live worker holds the slot.
+    /// The worker of `generation` in `slot` reported itself configured.
+    pub fn set_ready(&mut self, slot: WorkerId, generation: u64) {
+        if let Some(l) = self.live.get_mut(&slot).filter(|l| l.generation == generation) {
+            l.ready = true;
+        }
+    }
+
+    /// Queues request `id` on the worker in `slot` (an FPGA job on a configured board may be
+    /// sabotaged by the injector: counting jobs queued on a board still configuring, which may yet
+    /// fail, would make which job stalls depend on timing); false if no live worker holds the slot.
     pub fn send(&mut self, slot: WorkerId, id: u64, input: Input, optional: bool, now: Time) -> bool {
         let Some(l) = self.live.get(&slot) else { return false };
-        let stall = if l.kind == Kind::Fpga { self.injector.stall() } else { None };
+        let stall = if l.kind == Kind::Fpga && l.ready { self.injector.stall() } else { None };
         l.worker.send(JobMsg { id, input, optional, dispatched: now, stall }).is_ok()
     }
 
