@@ -209,3 +209,17 @@ fn an_output_folder_that_is_a_file_is_named_before_any_work() {
     let f = file.to_string_lossy();
     refused(&["brownout", "--seeds", "1", "--duration", "1m", "--out", &f], &[&*f, "not a folder"]);
 }
+
+#[test]
+fn worker_host_settings_that_cannot_work_are_refused_with_the_fix() {
+    refused(&["worker", "--board", "cpu", "--fpga-slots", "2"], &["--board cpu has no FPGA slots"]);
+    refused(&["worker", "--listen", "0.0.0.0:0"], &["mutual TLS", "--insecure"]);
+    refused(
+        &["worker", "--tls-cert", "/nonexistent.pem", "--tls-key", "/k", "--tls-ca", "/c"],
+        &["/nonexistent.pem", "PEM"],
+    );
+    refused(&["serve", "--worker", "10.0.0.5"], &["10.0.0.5", "HOST:PORT"]);
+    refused(&["serve", "--workers", "spork-workers:7070"], &["dns:NAME:PORT"]);
+    refused(&["serve", "--worker", "127.0.0.1:7070", "--worker-tls-cert", "/c.pem"], &["all three"]);
+    refused(&["serve", "--worker", "10.0.0.5:7070"], &["10.0.0.5:7070", "TLS"]);
+}

@@ -230,6 +230,7 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
         .expect("spork serve starts");
     let mut serve_guard = KillOnDrop(Some(serve.id()));
     wait_for(|| get(&metrics(http), "spork_worker_hosts{state=\"up\"}") == 3.0, "three hosts up");
+    tritonclient_is_answered(http);
     let load = Command::new(SPORK)
         .args(["load", "--target", http, "--duration", "28s", "--rate", "250", "--burstiness", "0.6"])
         .args(["--timeout", "20s", "--json", "--seed", "5"])
@@ -300,13 +301,14 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     eprintln!("load: {report}\nserve: {err}");
     assert!(errors.keys().all(|k| k == "http 429"), "requests lost or failed: {errors:?}");
     assert_eq!(ok + refused, sent, "every request answered or refused");
-    // The server's own count: each request answered or refused once (its start-up probe is one more).
+    // The server's own count: each request answered or refused once.
     let line = err.lines().find(|l| l.starts_with("sobel:")).expect("the pool's report");
     let n = |word: &str| -> u64 {
         let before = line.split(word).next().unwrap();
         before.split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
     };
-    assert_eq!(n(" answered"), ok + 1, "{line}");
+    // Beyond the load's: the start-up probe and tritonclient's request.
+    assert_eq!(n(" answered"), ok + 2, "{line}");
     assert_eq!(n(" rejected"), refused, "{line}");
     assert_eq!(n(" refused at the drain"), 0, "{line}");
     // The server's report counts the re-runs and the lost workers, as its metrics do.
@@ -327,4 +329,34 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
         get(&after, "spork_request_reruns{model=\"sobel\"}")
     );
     drop(workers);
+}
+
+/// The Python tritonclient (nobody here wrote it) sends one sobel request over HTTP and gets the
+/// reference's answer, served by the worker hosts' slots.
+fn tritonclient_is_answered(http: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new("bash").arg(root.join("scripts/python-env.sh")).output().expect("bash runs");
+    assert!(out.status.success(), "scripts/python-env.sh: {}", String::from_utf8_lossy(&out.stderr));
+    let python =
+        String::from_utf8_lossy(&out.stdout).lines().last().expect("the venv's python").trim().to_string();
+    let script = r#"
+import sys, numpy as np, tritonclient.http as httpclient
+c = httpclient.InferenceServerClient(sys.argv[1])
+assert c.is_server_ready()
+image = np.random.default_rng(1).integers(0, 256, (32, 32), dtype=np.uint8)
+x = httpclient.InferInput("image", [32, 32], "UINT8")
+x.set_data_from_numpy(image)
+r = c.infer("sobel", [x])
+m = r.as_numpy("magnitudes")
+assert m.shape == (30, 30), m.shape
+print("tritonclient:", m.shape, r.get_response()["parameters"]["worker_kind"])
+"#;
+    let o = Command::new(python).args(["-c", script, http]).output().expect("python runs");
+    assert!(
+        o.status.success(),
+        "tritonclient: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprint!("{}", String::from_utf8_lossy(&o.stdout));
 }

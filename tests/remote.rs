@@ -234,7 +234,7 @@ fn hosts_found_through_dns_join_with_their_slots() {
     cfg.health_every = Duration::from_millis(50);
     let hosts = Hosts::start(cfg).expect("hosts");
     // localhost may also name ::1, where nothing listens: that address stays down.
-    let (views, _, _) = hosts.snapshot();
+    let (views, _) = hosts.snapshot();
     assert!(views.iter().any(|v| v.addr == h.addr && v.up), "{views:?}");
     assert_eq!(hosts.capacity(), 2);
     h.stop();

@@ -18,7 +18,6 @@ use spork::engine::{Engine, Plan};
 use spork::model::time::from_secs;
 use spork::model::{Kind, Platform, Request, Time};
 use spork::policy::Scheduler;
-use spork::policy::allocator::{Allocator, IntervalStats};
 use spork::runtime::Board;
 use spork::runtime::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
 use spork::runtime::backend::{Backend, CpuWorker};
@@ -88,17 +87,9 @@ fn round_trip(c: &mut Criterion) {
     tls_host.stop();
 }
 
-/// Holds a fixed number of FPGAs.
-struct Fixed(u32);
-
-impl Allocator for Fixed {
-    fn initial(&mut self) -> u32 {
-        self.0
-    }
-    fn plan(&mut self, _: &IntervalStats) -> u32 {
-        self.0
-    }
-}
+#[path = "support/fixed.rs"]
+mod fixed;
+use fixed::Fixed;
 
 fn scheduler_with_1000_slots(c: &mut Criterion) {
     let plan = Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY));

@@ -16,7 +16,6 @@ use spork::engine::{Engine, Plan};
 use spork::model::time::from_secs;
 use spork::model::{Platform, Request, Time, WorkerId};
 use spork::policy::Scheduler;
-use spork::policy::allocator::{Allocator, IntervalStats};
 use spork::power::{Modelled, PowerMeter};
 use spork::runtime::Clock;
 use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
@@ -24,17 +23,9 @@ use spork::runtime::work::{Input, KernelImage, Payload, Work};
 use spork::runtime::worker::{Event, JobMsg, Worker};
 use spork_golden::Kernel;
 
-/// Holds a fixed number of FPGAs (the benchmark's pool size).
-struct Fixed(u32);
-
-impl Allocator for Fixed {
-    fn initial(&mut self) -> u32 {
-        self.0
-    }
-    fn plan(&mut self, _: &IntervalStats) -> u32 {
-        self.0
-    }
-}
+#[path = "support/fixed.rs"]
+mod fixed;
+use fixed::Fixed;
 
 fn dispatch_decision(c: &mut Criterion) {
     let platform = Platform::default();

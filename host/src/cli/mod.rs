@@ -116,3 +116,13 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         .map(spork::model::time::from_duration)
         .map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 500ms, 10s, 2h"))
 }
+
+/// Logs to standard error at `RUST_LOG`'s level (default info): the long-running commands.
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -207,12 +207,7 @@ fn read_file(path: &Path) -> anyhow::Result<File> {
 
 /// Runs `spork serve` until SIGTERM or SIGINT, then drains.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    super::init_tracing();
     let cfg = config(args)?;
     let check = match &cfg.board {
         Board::Model(Some(c)) => Some(c.clone()),
@@ -384,7 +379,7 @@ fn remote_hosts(
     }
     let cfg = RemoteConfig::new(sources, tls.files()?, insecure);
     let hosts = Hosts::start(cfg).context("reaching the worker hosts")?;
-    let (views, _, _) = hosts.snapshot();
+    let (views, _) = hosts.snapshot();
     let up = views.iter().filter(|v| v.up).count();
     eprintln!("worker hosts: {up} of {} up, {} FPGA slots", views.len(), hosts.capacity());
     Ok(Some(hosts))

@@ -71,12 +71,7 @@ pub struct Args {
 
 /// Runs the worker host until SIGTERM or SIGINT.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    super::init_tracing();
     let cfg = config(args)?;
     let (cpu, fpga, board) = (cfg.offer.cpu, cfg.offer.fpga, cfg.board.clone());
     let host = worker_host::start(cfg).context("starting the worker host")?;
@@ -85,21 +80,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         host.addr,
         host.probe.map(|p| format!(", probes on {p}")).unwrap_or_default()
     );
-    wait_for_signal()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(spork::serve::terminated()).context("waiting for a signal")?;
     eprintln!("stopping: {} job parts run", host.runs());
     host.stop();
-    Ok(())
-}
-
-fn wait_for_signal() -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-        Ok::<_, std::io::Error>(())
-    })?;
     Ok(())
 }
 

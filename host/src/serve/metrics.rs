@@ -241,7 +241,7 @@ impl Metrics {
     }
 
     fn read_hosts(&self, hosts: &Hosts) {
-        let (views, lost, _) = hosts.snapshot();
+        let (views, lost) = hosts.snapshot();
         let up = views.iter().filter(|v| v.up).count() as i64;
         self.hosts.get_or_create(&StateOnly { state: "up".into() }).set(up);
         self.hosts.get_or_create(&StateOnly { state: "down".into() }).set(views.len() as i64 - up);

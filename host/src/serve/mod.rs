@@ -221,6 +221,18 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     Ok(Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt })
 }
 
+/// Resolves at SIGTERM or SIGINT (the server and `spork worker` stop on either).
+pub async fn terminated() -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
+}
+
 /// A small request of `image`'s kernel: a pool that answers it has a CPU worker that can serve.
 fn probe(image: &KernelImage) -> Arc<Work> {
     use rand::SeedableRng;
@@ -231,16 +243,7 @@ fn probe(image: &KernelImage) -> Arc<Work> {
 impl Running {
     /// Blocks until SIGTERM or SIGINT.
     pub fn wait_for_signal(&self) -> std::io::Result<()> {
-        self.rt.block_on(async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut int = signal(SignalKind::interrupt())?;
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            Ok(())
-        })
+        self.rt.block_on(terminated())
     }
 
     /// Drains: readiness false, new requests refused (503 / UNAVAILABLE), those in flight finish

@@ -136,9 +136,8 @@ struct State {
     hosts: BTreeMap<SocketAddr, Host>,
     /// Per source, what it last resolved to.
     resolved: Vec<BTreeSet<SocketAddr>>,
-    /// Hosts that went down, and leases lost with them, so far.
+    /// Hosts that went down so far (the leases lost with them are counted by their pools).
     hosts_lost: u64,
-    leases_lost: u64,
 }
 
 pub(super) struct Inner {
@@ -232,8 +231,8 @@ impl Hosts {
         self.lock().hosts.values().filter(|h| h.up).map(|h| h.slots(Kind::Fpga)).sum()
     }
 
-    /// Every host, and the totals of hosts gone down and leases lost with them.
-    pub fn snapshot(&self) -> (Vec<HostView>, u64, u64) {
+    /// Every host, and how many times one went down.
+    pub fn snapshot(&self) -> (Vec<HostView>, u64) {
         let st = self.lock();
         let views = st
             .hosts
@@ -245,7 +244,7 @@ impl Hosts {
                 leased: h.claimed,
             })
             .collect();
-        (views, st.hosts_lost, st.leases_lost)
+        (views, st.hosts_lost)
     }
 
     /// Reserves a free `kind` slot on the host with the most free, for a lease being configured.
@@ -301,13 +300,7 @@ impl Hosts {
             h.claimed[l.kind] = h.claimed[l.kind].saturating_sub(1);
             h.client.clone()
         };
-        let session = self.inner.session;
-        let timeout = self.inner.cfg.health_timeout;
-        self.spawn(async move {
-            let mut client = client;
-            let _ =
-                tokio::time::timeout(timeout, client.release(pb::ReleaseRequest { session, lease })).await;
-        });
+        self.send_release(client, lease);
     }
 
     /// Checks `addr` now (a job's connection broke); true if it answered, else it is down now.
@@ -348,7 +341,6 @@ impl Hosts {
             h.claimed = PerKind::new(0, 0);
             let lost: Vec<Lease> = h.leases.drain().map(|(_, l)| l).collect();
             st.hosts_lost += u64::from(was_up);
-            st.leases_lost += lost.len() as u64;
             lost
         };
         if !lost.is_empty() {
@@ -395,7 +387,6 @@ impl Hosts {
             let stale: Vec<u64> = held.iter().filter(|l| !h.leases.contains_key(l)).copied().collect();
             let joined = !h.up && h.info.is_some();
             h.up |= h.info.is_some();
-            st.leases_lost += gone.len() as u64;
             (gone, stale, joined)
         };
         for l in gone {
@@ -412,10 +403,14 @@ impl Hosts {
 
     fn release_stale(&self, addr: SocketAddr, lease: u64) {
         let Some(client) = self.lock().hosts.get(&addr).map(|h| h.client.clone()) else { return };
+        self.send_release(client, lease);
+    }
+
+    /// Tells a host to free `lease`, without waiting for its answer.
+    fn send_release(&self, mut client: WorkerClient<Channel>, lease: u64) {
         let session = self.inner.session;
         let timeout = self.inner.cfg.health_timeout;
         self.spawn(async move {
-            let mut client = client;
             let _ =
                 tokio::time::timeout(timeout, client.release(pb::ReleaseRequest { session, lease })).await;
         });
