@@ -201,6 +201,53 @@ fn special_files_and_bad_bytes_are_refused_as_inputs() {
     refused(&["simulate", "--trace", &latin1.to_string_lossy()], &["t.toml:2", "UTF-8"]);
 }
 
+/// The production datasets' files get the checks every input file gets: a count of 1e308 (which ran
+/// past 60 s) is refused by file, line and field, `/dev/zero` (which grew to the 4 GB cap) is not read,
+/// and a FIFO (which hung) is refused at once.
+#[test]
+fn production_dataset_files_are_checked_as_every_input_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let azure = dir.path().join("azure");
+    std::fs::create_dir(&azure).expect("mkdir");
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/corpus/azure");
+    for entry in std::fs::read_dir(corpus).expect("corpus") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, azure.join(path.file_name().expect("name"))).expect("copy");
+    }
+    let out = dir.path().join("out").to_string_lossy().into_owned();
+    let az = azure.to_string_lossy().into_owned();
+    let args = ["reproduce", "--quick", "--only", "table8", "--out", &out, "--azure", &az];
+    let inv = azure.join("invocations_per_function_md.anon.d01.csv");
+    let text = std::fs::read_to_string(&inv).expect("read");
+    std::fs::write(&inv, text.replace(",12000,", ",1e308,")).expect("write");
+    refused(&args, &["anon.d01.csv:2:6: minute 2", "'1e308' is not an invocation count", "fix:"]);
+
+    std::fs::remove_file(&inv).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &inv).expect("symlink");
+    refused(&args, &["anon.d01.csv:1:1: file: not a regular file"]);
+
+    std::fs::remove_file(&inv).expect("rm");
+    assert!(Command::new("mkfifo").arg(&inv).status().expect("mkfifo runs").success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork runs");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().ok();
+            panic!("spork reproduce is blocked on a FIFO named as a dataset file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().expect("spork's output");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("anon.d01.csv:1:1: file: not a regular file"), "{err}");
+}
+
 #[test]
 fn an_output_folder_that_is_a_file_is_named_before_any_work() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -118,7 +118,8 @@ fn production_tables_from_files_in_the_real_formats() {
         .expect("spork runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // One point per (dataset, size bucket, scheduler) that has a selected application.
-    let sources = Sources { azure: Some(az.clone()), azure_day: None, alibaba: Some(ali.clone()) };
+    let sources =
+        Sources { azure: Some(az.clone()), azure_day: None, alibaba: Some(ali.clone()), force: false };
     let inputs = Inputs { scale: Scale::quick(), production: sources.load(&Scale::quick()).unwrap() };
     let table8 = planned(&[&Table8], &inputs);
     let points: BTreeSet<String> = table8.iter().map(|j| format!("{:?} {}", j.params, j.series)).collect();

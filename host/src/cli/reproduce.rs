@@ -31,6 +31,10 @@ pub struct Args {
     /// Exit with an error if a qualitative finding of the paper does not hold on our numbers.
     #[arg(long)]
     check: bool,
+    /// Replay a production dataset beyond the work budget (2e10 requests for one replay of its selected
+    /// applications).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `spork reproduce`.
@@ -43,6 +47,7 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         alibaba: a.alibaba,
         only: a.only,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        force: a.force,
     };
     if a.out.join("REPORT.md").exists() {
         eprintln!(

@@ -47,6 +47,8 @@ pub struct Options {
     pub only: Vec<String>,
     /// Show a progress bar.
     pub progress: bool,
+    /// Replay production datasets beyond their work budget ([`production::BUDGET_REQUESTS`]).
+    pub force: bool,
 }
 
 /// What a reproduction did.
@@ -177,8 +179,12 @@ fn nothing_to_replay(
 /// The scale asked for, and the production datasets if a chosen experiment replays them.
 fn inputs(opts: &Options, chosen: &[&dyn Experiment]) -> Result<Inputs, ReproduceError> {
     let scale = if opts.quick { Scale::quick() } else { Scale::full() };
-    let sources =
-        Sources { azure: opts.azure.clone(), azure_day: opts.azure_day, alibaba: opts.alibaba.clone() };
+    let sources = Sources {
+        azure: opts.azure.clone(),
+        azure_day: opts.azure_day,
+        alibaba: opts.alibaba.clone(),
+        force: opts.force,
+    };
     let production =
         if chosen.iter().any(|e| e.uses_production()) { sources.load(&scale)? } else { Vec::new() };
     Ok(Inputs { scale, production })

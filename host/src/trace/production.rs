@@ -18,10 +18,44 @@
 
 use super::rates::RateTrace;
 use super::size::SizeSpec;
-use crate::input::{InputError, Location};
+use crate::input::{Bounded, InputError, Location};
 use crate::model::time::{from_secs, to_secs};
 use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+/// The largest production CSV file read: 8 GiB. These files are far beyond the 16 MiB of
+/// [`crate::input::MAX_TEXT_BYTES`]: Alibaba's `MSRTQps` folder is 19 GiB over 25 files (its README),
+/// about 0.8 GiB a file as downloaded, by our estimate 2-3 GiB once extracted; an Azure invocation day
+/// is 1,440 counts for each of some tens of thousands of functions, of the order of 100 MB. The readers
+/// stream the rows (memory follows the rows kept, see [`MAX_RATE_CELLS`], not the bytes read), so the
+/// bound is there to stop, within about a minute of reading, a file that is not one of these (a disk
+/// image, a file still growing), with a few times the largest real file to spare.
+pub const MAX_DATASET_FILE_BYTES: u64 = 8 << 30;
+
+/// The longest line of a production CSV file: 1 MiB. An Azure row is three 64-character hashes, a
+/// trigger and 1,440 counts (under 16 KB); an Alibaba row is under 300 bytes. The CSV parser holds one
+/// row in memory: this keeps a file with no line breaks (a copy of `/dev/zero`) from growing it.
+pub const MAX_DATASET_LINE_BYTES: u64 = 1 << 20;
+
+/// The highest request rate one application (an Azure function in one minute) or one Alibaba container
+/// may have: 10 million a second, the traffic of a whole large service rather than of one function or
+/// container. A value above is corruption: replayed, it would ask for billions of requests a window.
+pub const MAX_RATE_PER_S: f64 = 1e7;
+
+/// The longest mean request size (an Azure function's average duration, an Alibaba response time): 14
+/// days in milliseconds, the length of the longest trace. Selection replays only sizes from 10 ms to
+/// 1 s; this bound refuses what cannot be a duration at all.
+pub const MAX_SIZE_MS: f64 = 14.0 * 24.0 * 3600.0 * 1e3;
+
+/// The most per-minute rates a reader holds (2^28, 2 GiB of them): applications times minutes. A full
+/// Azure day is some tens of thousands of functions times 1,440 minutes, Alibaba's 12 hours some
+/// thousands of microservices times 720; a file beyond is not one of these (say, one wild timestamp
+/// stretching every microservice to 14 days).
+pub const MAX_RATE_CELLS: u64 = 1 << 28;
+
+/// An Azure invocation count's bound: [`MAX_RATE_PER_S`] for a minute.
+const MAX_COUNT_PER_MINUTE: f64 = MAX_RATE_PER_S * 60.0;
 
 /// One application of a production trace: a size and per-minute rates over the whole trace.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +121,11 @@ fn missing_dataset(dir: &Path, what: &str, url: &str) -> InputError {
 }
 
 fn csv_error(path: &Path, e: &csv::Error) -> InputError {
+    if let csv::ErrorKind::Io(io) = e.kind()
+        && let Some(overrun) = InputError::overrun(path, io)
+    {
+        return overrun;
+    }
     let line = e.position().map_or(0, |p| p.line() as usize);
     InputError::invalid(
         Location { path: path.to_path_buf(), line, column: 1 },
@@ -131,15 +170,20 @@ fn files(dir: &Path, prefix: &str) -> Result<Vec<PathBuf>, InputError> {
     Ok(v)
 }
 
-fn reader(path: &Path) -> Result<csv::Reader<std::fs::File>, InputError> {
-    csv::ReaderBuilder::new().has_headers(true).from_path(path).map_err(|e| match e.kind() {
-        csv::ErrorKind::Io(_) => InputError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        },
-        _ => csv_error(path, &e),
-    })
+/// A CSV reader of `path`, opened as every input file is ([`crate::input::open`]: a regular file, read
+/// through a bound of [`MAX_DATASET_FILE_BYTES`]) and with lines of at most [`MAX_DATASET_LINE_BYTES`].
+fn reader(path: &Path) -> Result<csv::Reader<Bounded<File>>, InputError> {
+    let file = crate::input::open(path, MAX_DATASET_FILE_BYTES)?.max_line(MAX_DATASET_LINE_BYTES);
+    Ok(csv::ReaderBuilder::new().has_headers(true).from_reader(file))
+}
+
+/// Applications times minutes beyond [`MAX_RATE_CELLS`], found at `location`.
+fn too_many_rates(location: Location, field: &str, apps: u64, minutes: u64, fix: &str) -> InputError {
+    let problem = format!(
+        "{apps} applications x {minutes} minutes is more than the {MAX_RATE_CELLS} per-minute rates a dataset \
+         may hold"
+    );
+    InputError::invalid(location, field, problem, fix)
 }
 
 fn header_index(path: &Path, headers: &csv::StringRecord, name: &str) -> Result<usize, InputError> {
@@ -198,12 +242,10 @@ pub fn read_azure(dir: &Path, day: Option<u32>) -> Result<Vec<App>, InputError> 
         let rec = rec.map_err(|e| csv_error(&dur, &e))?;
         let line = rec.position().map_or(0, |p| p.line());
         let avg = rec.get(iavg).unwrap_or("");
-        let ms: f64 = avg
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| field_error(&dur, line, iavg + 1, "Average", avg, "a duration in ms"))?;
+        let ms: f64 =
+            avg.trim().parse().ok().filter(|v: &f64| (0.0..=MAX_SIZE_MS).contains(v)).ok_or_else(|| {
+                field_error(&dur, line, iavg + 1, "Average", avg, "a duration in ms, from 0 to 14 days")
+            })?;
         let key = format!(
             "{}/{}/{}",
             rec.get(io).unwrap_or(""),
@@ -245,22 +287,24 @@ pub fn read_azure(dir: &Path, day: Option<u32>) -> Result<Vec<App>, InputError> 
         let mut rates = Vec::with_capacity(minutes);
         for c in first_minute..h.len() {
             let v = rec.get(c).unwrap_or("");
-            let n: f64 =
-                v.trim().parse().ok().filter(|x: &f64| x.is_finite() && *x >= 0.0).ok_or_else(|| {
-                    field_error(
-                        &inv,
-                        line,
-                        c + 1,
-                        &format!("minute {}", c - first_minute + 1),
-                        v,
-                        "an invocation count",
-                    )
-                })?;
+            let n = v.trim().parse::<f64>().ok().filter(|x| (0.0..=MAX_COUNT_PER_MINUTE).contains(x));
+            let Some(n) = n else {
+                let field = format!("minute {}", c - first_minute + 1);
+                let expected = format!("an invocation count from 0 to {MAX_COUNT_PER_MINUTE:e} a minute");
+                return Err(field_error(&inv, line, c + 1, &field, v, &expected));
+            };
             rates.push(n / 60.0);
         }
         if let Some(&size_s) = sizes.get(&key)
             && size_s > 0.0
         {
+            let kept = apps.len() as u64 + 1;
+            if kept.saturating_mul(minutes as u64) > MAX_RATE_CELLS {
+                let fix = "a day of the Azure trace is some tens of thousands of functions: check that this \
+                           is the file you meant, or download it again";
+                let location = Location { path: inv.clone(), line: line as usize, column: 1 };
+                return Err(too_many_rates(location, "rows", kept, minutes as u64, fix));
+            }
             apps.push(App { name: key, size_s, minute_rates: rates });
         }
     }
@@ -279,6 +323,8 @@ pub fn read_alibaba(dir: &Path) -> Result<Vec<App>, InputError> {
     }
     // msname -> minute -> (calls per second summed over containers, rt x calls)
     let mut per_app: HashMap<String, BTreeMap<u64, (f64, f64)>> = HashMap::new();
+    // The latest minute of a call rate, and where: the length of every microservice's rates.
+    let mut latest: Option<(u64, &Path, u64, usize)> = None;
     for path in &paths {
         let mut rd = reader(path)?;
         let h = rd.headers().map_err(|e| csv_error(path, &e))?.clone();
@@ -309,19 +355,28 @@ pub fn read_alibaba(dir: &Path) -> Result<Vec<App>, InputError> {
                         "milliseconds from the trace's start, within 14 days",
                     )
                 })?;
+            // A negative value counts as 0, as it always has; beyond its bound it is corruption.
+            let is_rate = metric == "providerRPC_MCR";
+            let max = if is_rate { MAX_RATE_PER_S } else { MAX_SIZE_MS };
             let v_s = rec.get(ival).unwrap_or("");
-            let v: f64 = v_s
-                .trim()
-                .parse()
-                .ok()
-                .filter(|x: &f64| x.is_finite())
-                .ok_or_else(|| field_error(path, line, ival + 1, "value", v_s, "a number"))?;
+            let v = v_s.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x <= max);
+            let Some(v) = v else {
+                let expected = if is_rate {
+                    format!("a number of calls a second, at most {MAX_RATE_PER_S:e}")
+                } else {
+                    format!("a response time in ms, at most {MAX_SIZE_MS:e} (14 days)")
+                };
+                return Err(field_error(path, line, ival + 1, "value", v_s, &expected));
+            };
             let key = (
                 rec.get(ims).unwrap_or("").to_string(),
                 rec.get(iinst).unwrap_or("").to_string(),
                 ts / 60_000,
             );
-            if metric == "providerRPC_MCR" {
+            if is_rate {
+                if latest.is_none_or(|(m, ..)| key.2 > m) {
+                    latest = Some((key.2, path.as_path(), line, its + 1));
+                }
                 mcr.push((key.0, key.1, key.2, v.max(0.0)));
             } else {
                 rt.insert(key, v.max(0.0));
@@ -335,6 +390,15 @@ pub fn read_alibaba(dir: &Path) -> Result<Vec<App>, InputError> {
         }
     }
     let last_minute = per_app.values().filter_map(|m| m.keys().next_back()).max().copied().unwrap_or(0);
+    if let Some((_, path, line, column)) = latest {
+        let (apps, minutes) = (per_app.len() as u64, last_minute + 1);
+        if apps.saturating_mul(minutes) > MAX_RATE_CELLS {
+            let fix = "the trace spans 12 hours (timestamps up to 43200000 ms): a row far later is \
+                       corrupt; remove it or download the file again";
+            let location = Location { path: path.to_path_buf(), line: line as usize, column };
+            return Err(too_many_rates(location, "timestamp", apps, minutes, fix));
+        }
+    }
     let mut apps: Vec<App> = per_app
         .into_iter()
         .filter_map(|(name, minutes)| {
@@ -475,5 +539,153 @@ mod tests {
         .unwrap();
         let e = read_alibaba(dir.path()).unwrap_err().to_string();
         assert!(e.contains("MSRTQps_0.csv:2:5: value"), "{e}");
+    }
+
+    /// The seed files of the reader fuzzing (`tests/fixtures/corpus`), written from [`apps`].
+    fn corpus(dataset: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/corpus").join(dataset)
+    }
+
+    #[test]
+    fn valid_small_folders_read_exactly_as_before() {
+        assert_eq!(read_azure(&corpus("azure"), None).unwrap(), apps());
+        assert_eq!(read_alibaba(&corpus("alibaba")).unwrap(), apps());
+    }
+
+    /// Makes a FIFO at `path`.
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that lives through the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+    }
+
+    /// `f()`, run on a thread of its own: the test fails after 10 s rather than hang on a reader
+    /// blocked on a FIFO (or stuck reading a device).
+    fn within_10s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the reader returned within 10 s")
+    }
+
+    /// The error reading the Azure folder `dir`, within 10 s.
+    fn azure_error(dir: &Path) -> String {
+        let dir = dir.to_path_buf();
+        within_10s(move || read_azure(&dir, None)).unwrap_err().to_string()
+    }
+
+    /// The error reading the Alibaba folder `dir`, within 10 s.
+    fn alibaba_error(dir: &Path) -> String {
+        let dir = dir.to_path_buf();
+        within_10s(move || read_alibaba(&dir)).unwrap_err().to_string()
+    }
+
+    const INV: &str = "invocations_per_function_md.anon.d01.csv";
+    const DUR: &str = "function_durations_percentiles.anon.d01.csv";
+
+    #[test]
+    fn a_fifo_named_as_a_dataset_file_is_refused_at_once() {
+        for name in [INV, DUR] {
+            let dir = tempfile::tempdir().unwrap();
+            write_azure(dir.path(), 1, &apps()).unwrap();
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+            mkfifo(&dir.path().join(name));
+            let e = azure_error(dir.path());
+            assert!(
+                e.contains(&format!("{name}:1:1: file: not a regular file")) && e.contains("fix:"),
+                "{e}"
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        mkfifo(&dir.path().join("MSRTQps_0.csv"));
+        let e = alibaba_error(dir.path());
+        assert!(e.contains("MSRTQps_0.csv:1:1: file: not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn dev_zero_named_as_a_dataset_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write_azure(dir.path(), 1, &apps()).unwrap();
+        std::fs::remove_file(dir.path().join(INV)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(INV)).unwrap();
+        let e = azure_error(dir.path());
+        assert!(e.contains(&format!("{INV}:1:1: file: not a regular file")), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("MSRTQps_3.csv")).unwrap();
+        let e = alibaba_error(dir.path());
+        assert!(e.contains("MSRTQps_3.csv:1:1: file: not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn files_beyond_the_byte_or_line_bounds_are_refused_without_reading_them_whole() {
+        // Zeros with no line break (what copying /dev/zero makes): stopped after 1 MiB of one line.
+        let dir = tempfile::tempdir().unwrap();
+        let zeros = std::fs::File::create(dir.path().join("MSRTQps_0.csv")).unwrap();
+        zeros.set_len(4 * MAX_DATASET_LINE_BYTES).unwrap();
+        let e = alibaba_error(dir.path());
+        assert!(e.contains("MSRTQps_0.csv:1:1: file: a line of more than 1048576 bytes"), "{e}");
+        // A file beyond the size bound (sparse: no disk used) is refused before it is read.
+        let dir = tempfile::tempdir().unwrap();
+        write_azure(dir.path(), 1, &apps()).unwrap();
+        let inv = std::fs::OpenOptions::new().write(true).open(dir.path().join(INV)).unwrap();
+        inv.set_len(MAX_DATASET_FILE_BYTES + 1).unwrap();
+        let e = azure_error(dir.path());
+        assert!(e.contains(&format!("{INV}:1:1: file: {} bytes, beyond", MAX_DATASET_FILE_BYTES + 1)), "{e}");
+    }
+
+    #[test]
+    fn counts_and_values_out_of_range_are_refused_with_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = dir.path().join(INV);
+        for bad in ["1e308", "-5", "NaN", "inf", "6.1e8"] {
+            write_azure(dir.path(), 1, &apps()).unwrap();
+            let text = std::fs::read_to_string(&inv).unwrap().replace(",12000,", &format!(",{bad},"));
+            std::fs::write(&inv, text).unwrap();
+            let e = read_azure(dir.path(), None).unwrap_err().to_string();
+            assert!(e.contains(&format!("{INV}:2:6: minute 2: '{bad}' is not an invocation count")), "{e}");
+            assert!(e.contains("fix:"), "{e}");
+        }
+        // The bound itself is a count.
+        write_azure(dir.path(), 1, &apps()).unwrap();
+        let text = std::fs::read_to_string(&inv).unwrap().replace(",12000,", ",600000000,");
+        std::fs::write(&inv, text).unwrap();
+        assert_eq!(read_azure(dir.path(), None).unwrap()[0].minute_rates[1], 1e7);
+        // An average duration beyond 14 days.
+        write_azure(dir.path(), 1, &apps()).unwrap();
+        let dur = dir.path().join(DUR);
+        let text = std::fs::read_to_string(&dur).unwrap().replacen(",50,", ",1e308,", 1);
+        std::fs::write(&dur, text).unwrap();
+        let e = read_azure(dir.path(), None).unwrap_err().to_string();
+        assert!(e.contains(&format!("{DUR}:2:4: Average: '1e308'")), "{e}");
+
+        let dir = tempfile::tempdir().unwrap();
+        for (metric, bad) in
+            [("providerRPC_MCR", "1e308"), ("providerRPC_MCR", "2e7"), ("providerRPC_RT", "1e308")]
+        {
+            std::fs::write(
+                dir.path().join("MSRTQps_0.csv"),
+                format!("timestamp,msname,msinstanceid,metric,value\n0,a,b,providerRPC_RT,5\n0,a,b,{metric},{bad}\n"),
+            )
+            .unwrap();
+            let e = read_alibaba(dir.path()).unwrap_err().to_string();
+            assert!(e.contains(&format!("MSRTQps_0.csv:3:5: value: '{bad}'")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_wild_timestamp_that_would_stretch_every_rate_list_is_refused_before_allocating() {
+        // 14,000 microservices over one minute, and one call rate at the last minute of 14 days: every
+        // microservice would get 20,161 per-minute rates (2.3 GB).
+        let mut text = String::from("timestamp,msname,msinstanceid,metric,value\n");
+        for i in 0..14_000 {
+            text.push_str(&format!("0,m{i},c,providerRPC_MCR,1\n0,m{i},c,providerRPC_RT,20\n"));
+        }
+        text.push_str(&format!("{},m0,c,providerRPC_MCR,1\n", MAX_MINUTES * 60_000));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("MSRTQps_0.csv"), text).unwrap();
+        let e = read_alibaba(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("MSRTQps_0.csv:28002:1: timestamp: 14000 applications x 20161 minutes"), "{e}");
     }
 }
