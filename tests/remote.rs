@@ -1,6 +1,8 @@
 //! The worker API between a scheduler and `spork worker`, over real loopback sockets: a job id is
 //! never run twice; a host that goes away has its leases reported lost; mutual TLS refuses a
-//! scheduler or a worker without a certificate the other side's CA signed (issue: many hosts).
+//! scheduler or a worker without a certificate the other side's CA signed (issue: many hosts); a
+//! lease is a random token a job may name only with the session that took it, and a scheduler of
+//! another API version is refused (hardening issue; a hostile host: tests/hostile_worker.rs).
 
 #[path = "support/pki.rs"]
 mod pki;
@@ -12,8 +14,8 @@ use std::time::Duration;
 use rand::SeedableRng;
 use spork::model::{Kind, Platform};
 use spork::runtime::Board;
-use spork::runtime::backend::remote::wire::pb;
 use spork::runtime::backend::remote::wire::pb::worker_client::WorkerClient;
+use spork::runtime::backend::remote::wire::{self, API_VERSION, SPORK_VERSION, pb};
 use spork::runtime::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
 use spork::runtime::backend::{Backend, BackendError};
 use spork::runtime::calibrate::Calibration;
@@ -75,7 +77,7 @@ fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
             ..Default::default()
         };
         let lease = c.configure(req).await.expect("configured").into_inner().lease;
-        let job = pb::Job { lease, id: 7, payload: Some((&payload).into()) };
+        let job = pb::Job { session: 9, lease, id: 7, payload: Some((&payload).into()) };
         let mut answers = Vec::new();
         // The same job on two streams, as after a broken connection: one run, two equal answers.
         for _ in 0..2 {
@@ -92,12 +94,96 @@ fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
             other => panic!("not an output: {other:?}"),
         }
         // A job on a lease the host does not hold is refused as lost, not run.
-        let stray = pb::Job { lease: lease + 100, id: 8, payload: Some((&payload).into()) };
+        let stray = pb::Job { session: 9, lease: lease ^ 1, id: 8, payload: Some((&payload).into()) };
         let mut replies = c.run(tokio_stream::iter(vec![stray])).await.unwrap().into_inner();
         let r = replies.message().await.unwrap().unwrap();
         assert!(matches!(r.result, Some(pb::job_result::Result::Lost(_))), "{r:?}");
     });
     assert_eq!(h.runs(), 1, "the retried job ran again");
+    h.stop();
+}
+
+/// A CPU slot with sobel, leased for `session`.
+fn configure_request(session: u64) -> pb::ConfigureRequest {
+    pb::ConfigureRequest {
+        session,
+        kind: pb::SlotKind::Cpu as i32,
+        kernel: "sobel".into(),
+        image_seed: 3,
+        items_per_sec: CAL.items_per_sec,
+        clock_hz: CAL.clock_hz,
+        items_per_cycle: 1.0,
+        ..Default::default()
+    }
+}
+
+/// The one answer to `job` on a stream of its own.
+async fn answer(c: &mut WorkerClient<tonic::transport::Channel>, job: pb::Job) -> pb::JobResult {
+    let mut replies = c.run(tokio_stream::iter(vec![job])).await.expect("stream").into_inner();
+    replies.message().await.expect("reply").expect("one reply")
+}
+
+#[test]
+fn a_lease_answers_only_the_session_that_took_it() {
+    let h = host(None);
+    let image = KernelImage::new(Kernel::Sobel, 3);
+    let payload = image.payload(4096, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1));
+    let rt = rt();
+    let steps = async {
+        let ch = Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
+        let mut c = WorkerClient::new(ch);
+        let lease = c.configure(configure_request(9)).await.expect("configured").into_inner().lease;
+        let other = c.configure(configure_request(9)).await.expect("configured").into_inner().lease;
+        // Random tokens, not a sequence another scheduler could walk.
+        assert_ne!(other, lease.wrapping_add(1), "leases are sequential");
+        // Another scheduler (session 10) names the lease: refused as lost, unrun.
+        let stray = pb::Job { session: 10, lease, id: 1, payload: Some((&payload).into()) };
+        match answer(&mut c, stray).await.result {
+            Some(pb::job_result::Result::Lost(why)) => assert!(why.contains("this session"), "{why}"),
+            other => panic!("another session's job on the lease: {other:?}"),
+        }
+        // The lease's own session then runs job 1: the stray job neither ran nor took its id.
+        let own = pb::Job { session: 9, lease, id: 1, payload: Some((&payload).into()) };
+        match answer(&mut c, own).await.result {
+            Some(pb::job_result::Result::Output(o)) => {
+                let want = image.reference(&payload).unwrap();
+                assert_eq!(spork::runtime::work::Output::try_from(o).unwrap(), want);
+            }
+            other => panic!("the lease's own job: {other:?}"),
+        }
+        // Session 10 neither sees the lease nor can free it.
+        let health = |session: u64| pb::HealthRequest { session };
+        assert!(c.health(health(10)).await.unwrap().into_inner().leases.is_empty());
+        c.release(pb::ReleaseRequest { session: 10, lease }).await.unwrap();
+        assert!(c.health(health(9)).await.unwrap().into_inner().leases.contains(&lease));
+    };
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(20), steps).await.expect("no hang") });
+    assert_eq!(h.runs(), 1, "only the lease's own job ran");
+    h.stop();
+}
+
+#[test]
+fn the_worker_host_refuses_a_scheduler_of_another_api_version() {
+    let h = host(None);
+    let rt = rt();
+    let steps = async {
+        let ch = Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
+        let mut c = WorkerClient::new(ch);
+        let newer = pb::DescribeRequest { api_version: API_VERSION + 1, version: "9.9.9".into() };
+        let err = c.describe(newer).await.expect_err("a newer scheduler is refused");
+        assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+        let (theirs, ours) = (format!("v{}", API_VERSION + 1), format!("v{API_VERSION}"));
+        for part in [theirs.as_str(), ours.as_str(), "9.9.9", SPORK_VERSION, "same spork version"] {
+            assert!(err.message().contains(part), "{part} missing from: {}", err.message());
+        }
+        // A scheduler older than the versioned API sends no version at all.
+        let err = c.describe(pb::DescribeRequest::default()).await.expect_err("an older one too");
+        assert!(err.message().contains("older than the versioned API"), "{}", err.message());
+        // The same version is described, with the host's versions.
+        let info = c.describe(wire::describe_request()).await.expect("described").into_inner();
+        assert_eq!((info.api_version, info.version.as_str()), (API_VERSION, SPORK_VERSION));
+    };
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(20), steps).await.expect("no hang") });
     h.stop();
 }
 
@@ -173,7 +259,7 @@ fn mutual_tls_admits_the_right_certificates_and_refuses_the_rest() {
             .await;
         match ch {
             Ok(ch) => WorkerClient::new(ch)
-                .describe(pb::DescribeRequest {})
+                .describe(wire::describe_request())
                 .await
                 .map(|_| ())
                 .map_err(|e| e.to_string()),

@@ -295,11 +295,13 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
     let real = args.real.or(file.real_board.unwrap_or_default());
     let crosscheck = args.crosscheck || file.crosscheck.unwrap_or(false);
+    let kernel_timeout = Duration::from_secs(10);
     let remote = remote_hosts(
         if args.worker.is_empty() { file.worker } else { args.worker },
         args.workers.or(file.workers),
         args.worker_tls.or(file.worker_tls.unwrap_or_default()),
         args.insecure_workers || file.insecure_workers.unwrap_or(false),
+        kernel_timeout,
     )?;
     if remote.is_some()
         && (matches!(which, BoardArg::Alveo | BoardArg::F1)
@@ -313,7 +315,6 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let boards = shared_boards(which, args.boards.or(file.boards), crosscheck)?;
     let platform_file = args.platform.or(file.platform);
     let clock_mhz = args.clock_mhz.or(file.clock_mhz);
-    let kernel_timeout = Duration::from_secs(10);
     let mut kernels = Vec::new();
     for k in models {
         // A real board's image is the kernel's own: its pre-flight first.
@@ -360,12 +361,13 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
 }
 
 /// The worker hosts, if any are given: found, checked and (the first round) described before the
-/// pools start.
+/// pools start. A remote job's fixed allowance is the kernel timeout, as a local board's.
 fn remote_hosts(
     listed: Vec<String>,
     dns: Option<String>,
     tls: WorkerTls,
     insecure: bool,
+    kernel_timeout: Duration,
 ) -> anyhow::Result<Option<Hosts>> {
     let mut sources: Vec<Source> = listed.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
     if let Some(d) = dns {
@@ -377,11 +379,15 @@ fn remote_hosts(
     if sources.is_empty() {
         return Ok(None);
     }
-    let cfg = RemoteConfig::new(sources, tls.files()?, insecure);
+    let mut cfg = RemoteConfig::new(sources, tls.files()?, insecure);
+    cfg.job_timeout = kernel_timeout;
     let hosts = Hosts::start(cfg).context("reaching the worker hosts")?;
     let (views, _) = hosts.snapshot();
     let up = views.iter().filter(|v| v.up).count();
     eprintln!("worker hosts: {up} of {} up, {} FPGA slots", views.len(), hosts.capacity());
+    for why in views.iter().filter_map(|v| hosts.refusal(v.addr)) {
+        eprintln!("  refused: {why}");
+    }
     Ok(Some(hosts))
 }
 

@@ -278,7 +278,8 @@ impl Engine {
     /// the interval's work that the allocator reads is corrected by the difference.
     pub fn observe_service(&mut self, kind: Kind, estimated: Time, actual: Time) {
         let w = &mut self.work[kind];
-        *w = (*w + actual).saturating_sub(estimated);
+        // Saturating: `actual` may be a worker host's report.
+        *w = w.saturating_add(actual).saturating_sub(estimated);
     }
 
     /// Live telemetry: worker `id`'s real queue drains at `drains_at`. Later than the pool's booking

@@ -316,6 +316,15 @@ impl Run<'_> {
                 self.fail_board(d.slot, d.generation, now);
                 self.redispatch(d.id, o, now);
             }
+            // An answer its job cannot have (a worker host's wrong shape, board time or values):
+            // never given to the client; the worker is failed, whatever its kind, and the request
+            // re-run elsewhere.
+            Err(BackendError::BadAnswer(why)) => {
+                self.st.faults.mismatches += 1;
+                self.st.faults.log.push(format!("request {} on {}: {why}", d.id, d.kind.name()));
+                self.fail_board(d.slot, d.generation, now);
+                self.redispatch(d.id, o, now);
+            }
             Err(e) => {
                 self.st.faults.kernel_errors += 1;
                 self.st.faults.log.push(format!("request {} on {}: {e}", d.id, d.kind.name()));

@@ -16,7 +16,8 @@ pub struct Faults {
     pub kernel_timeouts: u64,
     /// Jobs whose kernel failed.
     pub kernel_errors: u64,
-    /// Board results that differed from the reference.
+    /// Board results that differed from the reference, and worker hosts' answers refused (of the
+    /// wrong kind or length, an impossible board time, or an audit's difference).
     pub mismatches: u64,
     /// Requests re-run on CPUs after a fault.
     pub redispatched: u64,
@@ -128,9 +129,10 @@ impl RunStats {
     pub fn record_board(&mut self, lag: Time, verilator: Time, device: Time, cycles: u64) {
         let b = &mut self.board;
         b.lag_us.saturating_record((lag / 1_000).max(1));
-        b.verilator_ns += verilator;
-        b.device_ns += device;
-        b.cycles += cycles;
+        // Saturating: a board's times can come from a worker host.
+        b.verilator_ns = b.verilator_ns.saturating_add(verilator);
+        b.device_ns = b.device_ns.saturating_add(device);
+        b.cycles = b.cycles.saturating_add(cycles);
     }
 
     /// A client's size estimate was off by `error` (relative) on a CPU answer.

@@ -35,6 +35,61 @@ impl Payload {
             Payload::Vectors(v) => v.iter().map(|v| v.len() as u64).sum(),
         }
     }
+
+    /// The output kind its kernel gives, and how many values: the interior `(w-2) x (h-2)` pixels of a
+    /// `w x h` image (what `sobel::sobel` and the RTL give), one score per document, one row per
+    /// vector. An image the kernel cannot take has no answer at all.
+    pub fn expected(&self) -> Result<(&'static str, usize), ShapeError> {
+        Ok(match self {
+            Payload::Image { pixels, width } => {
+                let height = sobel::check_shape(pixels.len(), *width)?;
+                ("magnitudes", (width - 2) * (height - 2))
+            }
+            Payload::Documents(docs) => ("scores", docs.len()),
+            Payload::Vectors(xs) => ("activations", xs.len()),
+        })
+    }
+
+    /// Whether `out` can be this payload's answer: its kind and length as [`Payload::expected`] says.
+    /// The one rule every worker's answer is held to before a client sees it (a remote host's
+    /// answer is not trusted to agree with its job).
+    pub fn expects(&self, out: &Output) -> Result<(), OutputMismatch> {
+        let (kind, want) = self.expected().map_err(OutputMismatch::Input)?;
+        let got = out.len();
+        if out.name() != kind {
+            return Err(OutputMismatch::Kind { want: kind, got: out.name() });
+        }
+        if got != want {
+            return Err(OutputMismatch::Length { kind, want, got });
+        }
+        Ok(())
+    }
+}
+
+/// Why an output cannot be a payload's answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OutputMismatch {
+    /// The output is of another kernel's kind.
+    #[error("an answer of {got} where the job gives {want}")]
+    Kind {
+        /// What the job's kernel gives.
+        want: &'static str,
+        /// What came.
+        got: &'static str,
+    },
+    /// The right kind, the wrong number of values.
+    #[error("{got} {kind} where the job gives {want}")]
+    Length {
+        /// The output's kind.
+        kind: &'static str,
+        /// What the job gives.
+        want: usize,
+        /// What came.
+        got: usize,
+    },
+    /// The payload itself has no answer (a malformed image), so no output fits it.
+    #[error("an answer to a job that has none: {0}")]
+    Input(ShapeError),
 }
 
 /// A request's inputs: its mandatory part, and the optional part brownout may skip (more input for
@@ -99,6 +154,31 @@ pub enum Output {
     Scores(Vec<u16>),
     /// Dense-layer outputs, one row per vector.
     Activations(Vec<[i16; NEURONS]>),
+}
+
+impl Output {
+    /// Its kind, as [`Payload::expected`] names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Output::Magnitudes(_) => "magnitudes",
+            Output::Scores(_) => "scores",
+            Output::Activations(_) => "activations",
+        }
+    }
+
+    /// Its values: magnitudes, scores, or rows of activations.
+    pub fn len(&self) -> usize {
+        match self {
+            Output::Magnitudes(m) => m.len(),
+            Output::Scores(s) => s.len(),
+            Output::Activations(rows) => rows.len(),
+        }
+    }
+
+    /// Whether it holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A kernel with its on-chip state: what a worker is configured with.
@@ -223,6 +303,50 @@ mod tests {
                 assert!(got >= items.min(9) && got <= items.max(9) + 2 * 256, "{kernel}: {items} -> {got}");
             }
         }
+    }
+
+    #[test]
+    fn the_reference_always_has_the_expected_shape() {
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(4);
+        for kernel in Kernel::ALL {
+            let img = KernelImage::new(kernel, 5);
+            for items in [1u64, 9, 50, 4096, 70_000] {
+                let p = img.payload(items, &mut rng);
+                let out = img.reference(&p).unwrap();
+                assert_eq!(p.expects(&out), Ok(()), "{kernel} {items}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_image_gives_its_interior_pixels() {
+        // 5 wide, 4 high: (5-2) x (4-2) magnitudes, as the golden Sobel gives.
+        let p = Payload::Image { pixels: vec![9; 20], width: 5 };
+        assert_eq!(p.expected(), Ok(("magnitudes", 6)));
+        assert_eq!(sobel::sobel(&[9; 20], 5).unwrap().len(), 6);
+        let short = Output::Magnitudes(vec![0; 5]);
+        assert_eq!(p.expects(&short), Err(OutputMismatch::Length { kind: "magnitudes", want: 6, got: 5 }));
+        assert!(p.expects(&Output::Magnitudes(vec![0; 7])).is_err());
+        let malformed = Payload::Image { pixels: vec![0; 10], width: 5 };
+        assert!(matches!(malformed.expects(&Output::Magnitudes(vec![])), Err(OutputMismatch::Input(_))));
+    }
+
+    #[test]
+    fn a_wrong_kind_or_count_is_refused_and_named() {
+        let docs = Payload::Documents(vec![vec![1, 2], vec![3]]);
+        assert_eq!(docs.expects(&Output::Scores(vec![4, 5])), Ok(()));
+        assert_eq!(
+            docs.expects(&Output::Scores(vec![4])),
+            Err(OutputMismatch::Length { kind: "scores", want: 2, got: 1 })
+        );
+        let e = docs.expects(&Output::Magnitudes(vec![0, 0])).unwrap_err();
+        assert_eq!(e, OutputMismatch::Kind { want: "scores", got: "magnitudes" });
+        assert!(e.to_string().contains("magnitudes") && e.to_string().contains("scores"), "{e}");
+        let vectors = Payload::Vectors(vec![vec![1; 4]; 3]);
+        assert_eq!(vectors.expects(&Output::Activations(vec![[0; NEURONS]; 3])), Ok(()));
+        let e = vectors.expects(&Output::Activations(vec![[0; NEURONS]; 4])).unwrap_err();
+        assert!(e.to_string().contains('4') && e.to_string().contains('3'), "{e}");
+        assert!(vectors.expects(&Output::Scores(vec![0; 3])).is_err());
     }
 
     #[test]

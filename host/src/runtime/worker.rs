@@ -13,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::backend::{Backend, BackendError, Configured, Power};
 use super::clock::Clock;
 use super::work::{Answer, Input, KernelImage};
+use crate::model::time::from_duration;
 use crate::model::{Kind, Time, WorkerId};
 
 /// A job as a worker receives it.
@@ -103,6 +104,17 @@ pub struct Done {
     pub result: Result<Option<Answer>, BackendError>,
 }
 
+/// A board job's span on the board's timeline from `start` (start, finish, cycles), its parts'
+/// cycles and times summed. Saturating: a backend's times come from a worker host too, and however
+/// large they are they must not wrap the timeline or panic (remote slots also bound them).
+fn board_span(start: Time, parts: &[Option<(u64, Duration)>]) -> (Time, Time, u64) {
+    let (cycles, took) = parts
+        .iter()
+        .flatten()
+        .fold((0u64, Duration::ZERO), |a, p| (a.0.saturating_add(p.0), a.1.saturating_add(p.1)));
+    (start, start.saturating_add(from_duration(took)), cycles)
+}
+
 /// A running worker thread.
 pub struct Worker {
     tx: mpsc::Sender<Msg>,
@@ -181,12 +193,7 @@ impl Worker {
                         (Ok(m), Ok(o)) => {
                             let parts = [m.device, o.as_ref().and_then(|o| o.device)];
                             let device = m.device.map(|_| {
-                                let (cycles, d) = parts
-                                    .iter()
-                                    .flatten()
-                                    .fold((0, Duration::ZERO), |a, p| (a.0 + p.0, a.1 + p.1));
-                                let s = device_free.max(job.dispatched);
-                                let f = s + d.as_nanos() as Time;
+                                let (s, f, cycles) = board_span(device_free.max(job.dispatched), &parts);
                                 device_free = f;
                                 (s, f, cycles)
                             });
@@ -258,5 +265,18 @@ impl Worker {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_board_span_adds_its_parts_and_never_wraps() {
+        let ms = Duration::from_millis(1);
+        assert_eq!(board_span(5, &[Some((3, ms)), Some((4, ms)), None]), (5, 5 + 2_000_000, 7));
+        let huge = Some((u64::MAX, Duration::MAX));
+        assert_eq!(board_span(Time::MAX - 1, &[huge, huge]), (Time::MAX - 1, Time::MAX, u64::MAX));
     }
 }

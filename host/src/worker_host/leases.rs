@@ -1,7 +1,9 @@
 //! A worker host's slots and the leases on them. Each lease has its slot's backend on a thread of
 //! its own (one owner per board); its jobs run in order, and each job id is run at most once: a
 //! retry of a finished job is answered from the record, a retry of a running one when it ends.
-//! Leases of a scheduler not heard from for the lease timeout are freed.
+//! Leases of a scheduler not heard from for the lease timeout are freed. A lease id is a random
+//! token, and a job is taken only from the session that took its lease: another scheduler (any
+//! mutual-TLS peer) can neither guess a lease nor run, answer or spoil its jobs' record.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,7 +128,6 @@ pub struct Offer {
 
 #[derive(Default)]
 struct Table {
-    next: u64,
     leases: HashMap<u64, Arc<Lease>>,
     used: PerKind<u32>,
     heard: HashMap<u64, Instant>,
@@ -143,7 +144,7 @@ pub struct Slots {
 
 /// A configured lease.
 pub struct Granted {
-    /// Its id.
+    /// Its id: a random token, valid with its session only.
     pub lease: u64,
     /// What configuring took.
     pub configured: Configured,
@@ -245,17 +246,13 @@ impl Slots {
         let kind = backend.kind();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let (ready_tx, ready) = std::sync::mpsc::channel();
-        let id = {
-            let mut t = self.table();
-            t.next += 1;
-            t.next
-        };
+        let id = self.new_id();
         let shared =
             Arc::new(Shared { record: Mutex::new(Record::default()), power: Mutex::new(backend.power()) });
         let lease = Arc::new(Lease { session, kind, jobs, shared: shared.clone() });
         let me = self.clone();
         std::thread::Builder::new()
-            .name(format!("spork-slot-{id}"))
+            .name(format!("spork-slot-{}", kind.name()))
             .spawn(move || {
                 let configured = backend.configure(&image);
                 let ok = configured.is_ok();
@@ -272,9 +269,23 @@ impl Slots {
         Ok(Granted { lease: id, configured, reference, power })
     }
 
-    /// The lease `id`, if held.
-    pub fn lease(&self, id: u64) -> Option<Arc<Lease>> {
-        self.table().leases.get(&id).cloned()
+    /// A lease id no lease holds: random (from the thread's CSPRNG), so a lease cannot be guessed
+    /// from another's. Two configurations drawing the same one before either is booked is a 2^-64
+    /// chance.
+    fn new_id(&self) -> u64 {
+        let t = self.table();
+        loop {
+            let id = rand::random::<u64>();
+            if id != 0 && !t.leases.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// The lease `id` if it is held for `session`: the same `None` whether it is not held or held
+    /// for another session, so a job names a lease only with the session that took it.
+    pub fn lease(&self, session: u64, id: u64) -> Option<Arc<Lease>> {
+        self.table().leases.get(&id).filter(|l| l.session == session).cloned()
     }
 
     /// Frees lease `id` of `session`: its thread ends after the job it is running.

@@ -9,8 +9,8 @@ mod service;
 pub use leases::{Offer, Slots};
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
@@ -122,7 +122,8 @@ pub fn start(cfg: HostConfig) -> Result<RunningHost, HostError> {
     if let Some(tls) = tls {
         server = server.tls_config(tls).map_err(|e| HostError::Transport(e.to_string()))?;
     }
-    let service = WorkerServer::new(Service { slots: slots.clone(), board: cfg.board })
+    let service = Service { slots: slots.clone(), board: cfg.board, refused: Mutex::default() };
+    let service = WorkerServer::new(service)
         .max_decoding_message_size(256 << 20)
         .max_encoding_message_size(256 << 20);
     let (stop, stopped) = watch::channel(false);

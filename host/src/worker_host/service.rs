@@ -1,7 +1,8 @@
-//! The worker API over tonic: translates each call to the host's [`Slots`].
+//! The worker API over tonic: translates each call to the host's [`Slots`]. A scheduler of another
+//! worker API version is refused at Describe; a job is run only for the session that took its lease.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
@@ -9,8 +10,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::leases::{LeaseError, Slots, lost};
-use crate::runtime::backend::remote::wire::pb;
 use crate::runtime::backend::remote::wire::pb::worker_server::Worker;
+use crate::runtime::backend::remote::wire::{self, API_VERSION, SPORK_VERSION, pb};
 use crate::runtime::work::Payload;
 
 /// The service over a host's slots.
@@ -19,6 +20,19 @@ pub struct Service {
     pub slots: Arc<Slots>,
     /// How the host describes its board.
     pub board: String,
+    /// The last version skew refused, logged once (a refused scheduler asks again every check).
+    pub refused: Mutex<Option<String>>,
+}
+
+impl Service {
+    /// Logs `why` unless it was the last refusal logged.
+    fn log_refusal(&self, why: &str) {
+        let mut last = self.refused.lock().unwrap_or_else(PoisonError::into_inner);
+        if last.as_deref() != Some(why) {
+            tracing::warn!("{why}");
+            *last = Some(why.to_string());
+        }
+    }
 }
 
 impl From<LeaseError> for Status {
@@ -35,13 +49,21 @@ type Results = Pin<Box<dyn Stream<Item = Result<pb::JobResult, Status>> + Send>>
 
 #[tonic::async_trait]
 impl Worker for Service {
-    async fn describe(&self, _: Request<pb::DescribeRequest>) -> Result<Response<pb::HostInfo>, Status> {
+    async fn describe(&self, req: Request<pb::DescribeRequest>) -> Result<Response<pb::HostInfo>, Status> {
+        let req = req.into_inner();
+        let skew = wire::version_skew("the scheduler", req.api_version, &req.version, "worker host");
+        if let Some(why) = skew {
+            self.log_refusal(&why);
+            return Err(Status::failed_precondition(why));
+        }
         let o = &self.slots.offer;
         Ok(Response::new(pb::HostInfo {
             cpu_slots: o.cpu,
             fpga_slots: o.fpga,
             board: self.board.clone(),
             lease_timeout_ms: o.lease_timeout.as_millis() as u64,
+            api_version: API_VERSION,
+            version: SPORK_VERSION.into(),
         }))
     }
 
@@ -74,10 +96,16 @@ impl Worker for Service {
         tokio::spawn(async move {
             while let Ok(Some(job)) = jobs.message().await {
                 let id = job.id;
-                let answer = match (slots.lease(job.lease), job.payload.map(Payload::try_from)) {
+                // Another session's lease is refused like a lease not held: unrun, its record untouched.
+                let held = slots.lease(job.session, job.lease);
+                let answer = match (held, job.payload.map(Payload::try_from)) {
                     (None, _) => lost(
                         id,
-                        format!("lease {} is not held here (released, or reaped after silence)", job.lease),
+                        format!(
+                            "lease {} is not held here for this session (released, reaped after silence, \
+                             or another scheduler's)",
+                            job.lease
+                        ),
                     ),
                     (_, None) => lost(id, "a job without a payload".into()),
                     (_, Some(Err(e))) => pb::JobResult {
@@ -113,6 +141,11 @@ impl Worker for Service {
     async fn health(&self, req: Request<pb::HealthRequest>) -> Result<Response<pb::HealthReply>, Status> {
         let leases = self.slots.heard(req.into_inner().session);
         let free = self.slots.free();
-        Ok(Response::new(pb::HealthReply { leases, free_cpu_slots: free.cpu, free_fpga_slots: free.fpga }))
+        Ok(Response::new(pb::HealthReply {
+            leases,
+            free_cpu_slots: free.cpu,
+            free_fpga_slots: free.fpga,
+            api_version: API_VERSION,
+        }))
     }
 }

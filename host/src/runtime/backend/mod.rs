@@ -133,6 +133,11 @@ pub enum BackendError {
     /// The worker is gone (its host went down or stopped answering): its requests re-run elsewhere.
     #[error("the worker was lost: {0}")]
     Lost(String),
+    /// The worker answered what its job cannot have produced (a remote host's output of the wrong
+    /// kind or length, an impossible board time, or values that differ from the reference): the
+    /// answer is dropped, the worker failed and the request re-run elsewhere.
+    #[error("the worker's answer was refused: {0}")]
+    BadAnswer(String),
 }
 
 /// What configuring took.

@@ -3,12 +3,16 @@
 //! answering (`misses` checks in a row, or at once when a job's connection breaks and a check fails)
 //! or leaves DNS goes down: every lease on it is reported lost (its pool fails the worker through
 //! the engine and re-runs its requests) and its slots leave the capacity. When it answers again its
-//! slots come back as idle capacity, and what it still held for us is released.
+//! slots come back as idle capacity, and what it still held for us is released. A host that
+//! answers health checks but not a job, or answers one with what the job cannot produce, is
+//! quarantined: down like a dead one, and kept down for [`QUARANTINE`] however it answers. A host
+//! of another worker API version is refused (never up) until it runs this scheduler's version.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::watch;
@@ -16,9 +20,22 @@ use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use super::source::Source;
 use super::tls::{TlsError, TlsFiles, plaintext_allowed};
-use super::wire::pb;
 use super::wire::pb::worker_client::WorkerClient;
+use super::wire::{self, pb};
 use crate::model::{Kind, PerKind};
+
+/// A remote job's fixed allowance beyond its expected time (see [`RemoteConfig::job_timeout`]): the
+/// serving runtime's kernel timeout, so a remote job is never given up sooner than a local board's.
+pub const JOB_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One remote answer in this many is held to the reference here (see [`RemoteConfig::audit_one_in`]):
+/// about 3% more reference work on this machine for the slots whose answers nothing else checks.
+pub const AUDIT_ONE_IN: u32 = 32;
+
+/// How long a quarantined host (a job unanswered, or an answer its job cannot have) stays down
+/// whatever it answers: long enough that it does not take a slot, hang or spoil a job and come back
+/// every health check, short enough that a host that recovered rejoins without a restart here.
+pub const QUARANTINE: Duration = Duration::from_secs(30);
 
 /// How a scheduler reaches its worker hosts.
 #[derive(Clone, Debug)]
@@ -38,6 +55,13 @@ pub struct RemoteConfig {
     pub misses: u32,
     /// Sources are resolved again this often.
     pub resolve_every: Duration,
+    /// A remote job waits at most this plus four times its expected time (at the scheduler's
+    /// measured speed) for its answer; past that its host is quarantined as stuck and the job is
+    /// lost (re-run elsewhere). A job's reported board time is bounded the same way.
+    pub job_timeout: Duration,
+    /// One answer in this many from a CPU slot or an emulated board (whose answers nothing else
+    /// checks) is compared with the reference here; a difference quarantines the host. 0: none.
+    pub audit_one_in: u32,
 }
 
 impl RemoteConfig {
@@ -52,6 +76,8 @@ impl RemoteConfig {
             health_timeout: Duration::from_millis(500),
             misses: 4,
             resolve_every: Duration::from_secs(5),
+            job_timeout: JOB_TIMEOUT,
+            audit_one_in: AUDIT_ONE_IN,
         }
     }
 }
@@ -95,6 +121,10 @@ struct Host {
     leases: HashMap<u64, Lease>,
     /// Counts the times it went down: a slot being configured there gives up when it moves.
     downs: watch::Sender<u64>,
+    /// Quarantined until then: answering health checks does not bring it up.
+    held_until: Option<Instant>,
+    /// Why it is refused (a worker API version skew), as last logged.
+    refused: Option<String>,
 }
 
 /// A slot reserved on a host for a lease being configured.
@@ -115,6 +145,31 @@ impl Host {
 
     fn free(&self, kind: Kind) -> u32 {
         if self.up { self.slots(kind).saturating_sub(self.claimed[kind]) } else { 0 }
+    }
+
+    /// Whether it may be up: described, and not quarantined.
+    fn admissible(&self, now: Instant) -> bool {
+        self.info.is_some() && self.held_until.is_none_or(|t| now >= t)
+    }
+}
+
+/// What the remote slots made of their hosts' answers, for the server's metrics.
+#[derive(Default)]
+pub(super) struct Counts {
+    /// Answers compared with the reference.
+    pub audited: AtomicU64,
+    /// Of those, answers that differed.
+    pub mismatched: AtomicU64,
+    /// Answers refused unchecked: wrong kind or length, impossible board time, malformed.
+    pub refused: AtomicU64,
+    /// Jobs a host did not answer in time.
+    pub timed_out: AtomicU64,
+}
+
+impl Counts {
+    /// Adds one to `c`.
+    pub fn add(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -145,8 +200,10 @@ pub(super) struct Inner {
     runtime: Option<Runtime>,
     cfg: RemoteConfig,
     tls: Option<ClientTlsConfig>,
-    /// This scheduler process, as hosts know its leases.
+    /// This scheduler process, as hosts know its leases: random, so another scheduler cannot guess it.
     pub(super) session: u64,
+    /// What the slots made of the answers.
+    pub(super) counts: Counts,
     state: Mutex<State>,
     /// Told the FPGA slots of the hosts that are up whenever that changes.
     capacity: Mutex<Option<CapacityNotify>>,
@@ -190,6 +247,7 @@ impl Hosts {
             .enable_all()
             .build()
             .map_err(HostsError::Runtime)?;
+        // From the thread's CSPRNG: a host takes jobs only for the session that took their lease.
         let session = rand::random::<u64>() | 1;
         let state = State { resolved: vec![BTreeSet::new(); cfg.sources.len()], ..State::default() };
         let inner = Arc::new(Inner {
@@ -198,6 +256,7 @@ impl Hosts {
             cfg,
             tls,
             session,
+            counts: Counts::default(),
             state: Mutex::new(state),
             capacity: Mutex::new(None),
         });
@@ -245,6 +304,42 @@ impl Hosts {
             })
             .collect();
         (views, st.hosts_lost)
+    }
+
+    /// Remote answers compared with the reference here (one in `audit_one_in`).
+    pub fn answers_audited(&self) -> u64 {
+        self.inner.counts.audited.load(Ordering::Relaxed)
+    }
+
+    /// Audited remote answers that differed from the reference (each quarantined its host).
+    pub fn answer_mismatches(&self) -> u64 {
+        self.inner.counts.mismatched.load(Ordering::Relaxed)
+    }
+
+    /// Remote answers refused without a reference: of the wrong kind or length for their job, with an
+    /// impossible board time, or malformed (each quarantined its host).
+    pub fn bad_answers(&self) -> u64 {
+        self.inner.counts.refused.load(Ordering::Relaxed)
+    }
+
+    /// Remote jobs not answered within their bound (each quarantined its host as stuck).
+    pub fn job_timeouts(&self) -> u64 {
+        self.inner.counts.timed_out.load(Ordering::Relaxed)
+    }
+
+    /// Why `addr` is refused (it speaks another worker API version), if it is.
+    pub fn refusal(&self, addr: SocketAddr) -> Option<String> {
+        self.lock().hosts.get(&addr).and_then(|h| h.refused.clone())
+    }
+
+    /// The bound on a remote job's wait and board time: see [`RemoteConfig::job_timeout`].
+    pub(super) fn job_timeout(&self) -> Duration {
+        self.inner.cfg.job_timeout
+    }
+
+    /// See [`RemoteConfig::audit_one_in`].
+    pub(super) fn audit_one_in(&self) -> u32 {
+        self.inner.cfg.audit_one_in
     }
 
     /// Reserves a free `kind` slot on the host with the most free, for a lease being configured.
@@ -319,6 +414,47 @@ impl Hosts {
         }
     }
 
+    /// Takes `addr` down and keeps it down for [`QUARANTINE`]: it answers health checks but left a
+    /// job unanswered, or answered one with what the job cannot have. Its leases are lost like a
+    /// dead host's (their pools fail the workers through the engine and re-run their requests), and
+    /// it is not handed new slots to hang or spoil meanwhile. The `spared` lease, whose job fails
+    /// with the reason itself (a refused answer goes through the engine as such), is not told.
+    pub(super) fn quarantine(&self, addr: SocketAddr, why: &str, spared: Option<u64>) {
+        if let Some(h) = self.lock().hosts.get_mut(&addr) {
+            h.held_until = Some(Instant::now() + QUARANTINE);
+            if let Some(id) = spared
+                && let Some(l) = h.leases.get_mut(&id)
+            {
+                l.lost = None;
+            }
+        }
+        tracing::warn!("worker host {addr} is quarantined for {QUARANTINE:?}: {why}");
+        self.down(addr, &format!("quarantined: {why}"));
+    }
+
+    /// Books why `addr` is refused, logging each new reason once.
+    fn refuse(&self, addr: SocketAddr, why: &str) {
+        let mut st = self.lock();
+        let Some(h) = st.hosts.get_mut(&addr) else { return };
+        if h.refused.as_deref() != Some(why) {
+            tracing::error!("{why}");
+            h.refused = Some(why.to_string());
+        }
+    }
+
+    /// A health answer from a host that restarted with another worker API version: refused, down,
+    /// and described again (and so refused again) until it runs ours.
+    fn skewed(&self, addr: SocketAddr, reply: &pb::HealthReply) -> bool {
+        let peer = format!("worker host {addr}");
+        let Some(why) = wire::version_skew(&peer, reply.api_version, "", "scheduler") else { return false };
+        self.refuse(addr, &why);
+        if let Some(h) = self.lock().hosts.get_mut(&addr) {
+            h.info = None;
+        }
+        self.down(addr, &why);
+        true
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic mid-update leaves whole values behind: the books stay usable.
         self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -355,6 +491,7 @@ impl Hosts {
     /// A health check's answer (or its failure).
     fn on_health(&self, addr: SocketAddr, answer: Result<pb::HealthReply, String>) {
         let reply = match answer {
+            Ok(r) if self.skewed(addr, &r) => return,
             Ok(r) => r,
             Err(e) => {
                 let down = {
@@ -385,8 +522,9 @@ impl Hosts {
             }
             // Leases the host holds for us that we do not (lost while it was away): freed.
             let stale: Vec<u64> = held.iter().filter(|l| !h.leases.contains_key(l)).copied().collect();
-            let joined = !h.up && h.info.is_some();
-            h.up |= h.info.is_some();
+            let admissible = h.admissible(Instant::now());
+            let joined = !h.up && admissible;
+            h.up |= admissible;
             (gone, stale, joined)
         };
         for l in gone {
@@ -460,6 +598,8 @@ impl Hosts {
                 claimed: PerKind::new(0, 0),
                 leases: HashMap::new(),
                 downs: watch::channel(0).0,
+                held_until: None,
+                refused: None,
             };
             self.lock().hosts.insert(addr, host);
         }
@@ -498,7 +638,8 @@ impl Hosts {
         let (session, timeout) = (self.inner.session, self.inner.cfg.health_timeout);
         for (addr, client, describe) in targets {
             checks.spawn(async move {
-                let info = if describe { Some(describe_host(client.clone(), timeout).await) } else { None };
+                let info =
+                    if describe { Some(describe_host(addr, client.clone(), timeout).await) } else { None };
                 (addr, info, health(client, session, timeout).await)
             });
         }
@@ -507,9 +648,15 @@ impl Hosts {
                 Some(Ok(info)) => {
                     if let Some(h) = self.lock().hosts.get_mut(&addr) {
                         h.info = Some(info);
+                        h.refused = None;
                     }
                 }
-                Some(Err(e)) => {
+                Some(Err(Undescribed::Skew(why))) => {
+                    self.refuse(addr, &why);
+                    self.on_health(addr, Err(why));
+                    continue;
+                }
+                Some(Err(Undescribed::Unreachable(e))) => {
                     self.on_health(addr, Err(e));
                     continue;
                 }
@@ -540,11 +687,34 @@ async fn health(
     }
 }
 
-async fn describe_host(mut c: WorkerClient<Channel>, timeout: Duration) -> Result<pb::HostInfo, String> {
-    match tokio::time::timeout(timeout, c.describe(pb::DescribeRequest {})).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(status)) => Err(format!("{}: {}", status.code(), status.message())),
-        Err(_) => Err(format!("no answer within {timeout:?}")),
+/// Why a host could not be described.
+enum Undescribed {
+    /// It did not answer: a failed health check.
+    Unreachable(String),
+    /// It speaks another worker API version, or refused ours: it stays down until upgraded.
+    Skew(String),
+}
+
+/// What the host at `addr` offers, once both sides' API versions agree.
+async fn describe_host(
+    addr: SocketAddr,
+    mut c: WorkerClient<Channel>,
+    timeout: Duration,
+) -> Result<pb::HostInfo, Undescribed> {
+    match tokio::time::timeout(timeout, c.describe(wire::describe_request())).await {
+        Ok(Ok(r)) => {
+            let info = r.into_inner();
+            let peer = format!("worker host {addr}");
+            match wire::version_skew(&peer, info.api_version, &info.version, "scheduler") {
+                Some(why) => Err(Undescribed::Skew(why)),
+                None => Ok(info),
+            }
+        }
+        Ok(Err(status)) if status.code() == tonic::Code::FailedPrecondition => {
+            Err(Undescribed::Skew(format!("worker host {addr} refused this scheduler: {}", status.message())))
+        }
+        Ok(Err(status)) => Err(Undescribed::Unreachable(format!("{}: {}", status.code(), status.message()))),
+        Err(_) => Err(Undescribed::Unreachable(format!("no answer within {timeout:?}"))),
     }
 }
 

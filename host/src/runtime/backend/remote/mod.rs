@@ -10,7 +10,7 @@ pub mod source;
 pub mod tls;
 pub mod wire;
 
-pub use hosts::{HostView, Hosts, HostsError, LostNotify, RemoteConfig};
-pub use slot::RemoteSlot;
+pub use hosts::{AUDIT_ONE_IN, HostView, Hosts, HostsError, JOB_TIMEOUT, LostNotify, QUARANTINE, RemoteConfig};
+pub use slot::{MAX_JOB_TIME, RemoteSlot};
 pub use source::Source;
 pub use tls::{DEFAULT_WORKER_NAME, TlsFiles};

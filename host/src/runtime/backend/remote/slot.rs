@@ -3,6 +3,13 @@
 //! one stream per lease, each with its own id. A stream that breaks on a host that still answers
 //! is opened again and the job re-sent under the same id, which the host never runs twice; a host
 //! that does not answer is down, and the job fails as `Lost` (its request re-runs elsewhere).
+//!
+//! A host's answer is not trusted: every job waits at most its bound (a fixed allowance plus a
+//! multiple of its expected time), past which the host is quarantined as stuck and the job lost;
+//! an answer must be of the job's kind and length ([`Payload::expects`]) with a board time within
+//! the same bound; and one in [`super::RemoteConfig::audit_one_in`] of the answers nothing else
+//! checks is held to the reference here. An answer that fails is never given to a client: the job
+//! fails as [`BackendError::BadAnswer`] (its request re-runs elsewhere) and the host is quarantined.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -11,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tonic::Streaming;
 use tonic::transport::Channel;
 
-use super::hosts::{Hosts, LostNotify, Reserved};
+use super::hosts::{Counts, Hosts, LostNotify, Reserved};
 use super::wire::pb;
 use super::wire::pb::worker_client::WorkerClient;
 use crate::model::Kind;
@@ -21,6 +28,22 @@ use crate::runtime::work::{KernelImage, Output, Payload};
 
 /// How long configuring may take beyond its configured delay (a real board's image load).
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A job's expected time (its items at the scheduler's measured speed) is multiplied by this in its
+/// bound: a host more than this much slower than this machine measured is as good as stuck.
+const JOB_SLACK: f64 = 4.0;
+
+/// No remote job waits, nor reports board time, longer than this (an hour) however large it is:
+/// far beyond any request a deadline allows, and far below a timeline's 584 years.
+pub const MAX_JOB_TIME: Duration = Duration::from_secs(3600);
+
+/// Why a job got no answer.
+enum Unanswered {
+    /// The stream broke or the host is down.
+    Broke(String),
+    /// No answer within the job's bound.
+    TimedOut,
+}
 
 /// A leased slot.
 struct Leased {
@@ -42,6 +65,8 @@ pub struct RemoteSlot {
     notify: Option<LostNotify>,
     leased: Option<Leased>,
     reference: bool,
+    /// The image configured: audits compute the reference with it.
+    image: Option<KernelImage>,
     next_id: u64,
     power: Power,
 }
@@ -64,6 +89,7 @@ impl RemoteSlot {
             notify: None,
             leased: None,
             reference: false,
+            image: None,
             next_id: 0,
             power: Power { watts: 0.0, measured: false },
         }
@@ -82,6 +108,32 @@ impl RemoteSlot {
             clock_hz: self.calibration.clock_hz,
             items_per_sec: self.calibration.items_per_sec,
             items_per_cycle: self.calibration.items_per_cycle,
+        }
+    }
+
+    /// How long a job of `payload` may take, and the most board time it may report: the fixed
+    /// allowance plus [`JOB_SLACK`] times its expected time at the scheduler's measured speed (the
+    /// board's for an FPGA slot), at most [`MAX_JOB_TIME`].
+    fn job_limit(&self, payload: &Payload) -> Duration {
+        let rate = match self.kind {
+            Kind::Cpu => self.calibration.items_per_sec,
+            Kind::Fpga => self.calibration.device_items_per_sec(),
+        };
+        let expected = payload.items() as f64 / rate * JOB_SLACK;
+        // A zero or unusable rate: the job gets the longest bound rather than none.
+        let expected = Duration::try_from_secs_f64(expected).unwrap_or(MAX_JOB_TIME);
+        self.hosts.job_timeout().saturating_add(expected).min(MAX_JOB_TIME)
+    }
+
+    /// One attempt at `job` before `deadline`.
+    async fn attempt_until(
+        l: &mut Leased,
+        job: pb::Job,
+        deadline: Instant,
+    ) -> Result<pb::JobResult, Unanswered> {
+        match tokio::time::timeout_at(deadline.into(), Self::attempt(l, job)).await {
+            Ok(r) => r.map_err(Unanswered::Broke),
+            Err(_) => Err(Unanswered::TimedOut),
         }
     }
 
@@ -106,6 +158,132 @@ impl RemoteSlot {
                     Err(s) => return Err(format!("{}: {}", s.code(), s.message())),
                 },
                 _ = lost.wait_for(|&l| l) => return Err("the host is down".into()),
+            }
+        }
+    }
+}
+
+impl RemoteSlot {
+    /// Sends `payload` as the next job and waits for its answer, at most `limit` in all. A stream
+    /// that breaks on a host that still answers is opened again and the job re-sent under the same
+    /// id (it runs at most once); no answer within `limit` quarantines the host as stuck.
+    fn exchange(
+        &mut self,
+        payload: &Payload,
+        limit: Duration,
+    ) -> Result<(SocketAddr, pb::JobResult), BackendError> {
+        let l = self.leased.as_mut().ok_or(BackendError::NotConfigured)?;
+        if *l.lost.borrow() {
+            return Err(BackendError::Lost(format!("worker host {} is down", l.addr)));
+        }
+        self.next_id += 1;
+        let session = self.hosts.inner.session;
+        let job = pb::Job { session, lease: l.lease, id: self.next_id, payload: Some(payload.into()) };
+        let hosts = self.hosts.clone();
+        let deadline = Instant::now() + limit;
+        let mut result = hosts.block_on(Self::attempt_until(l, job.clone(), deadline));
+        if let Err(Unanswered::Broke(e)) = &result {
+            l.stream = None;
+            // The same job again on a new stream if the host still answers: it runs at most once.
+            if !*l.lost.borrow() && hosts.check_now(l.addr, &format!("a job's stream broke ({e})")) {
+                result = hosts.block_on(Self::attempt_until(l, job, deadline));
+            }
+        }
+        let addr = l.addr;
+        match result {
+            Ok(r) => Ok((addr, r)),
+            Err(Unanswered::Broke(e)) => {
+                l.stream = None;
+                Err(BackendError::Lost(format!("worker host {addr}: {e}")))
+            }
+            Err(Unanswered::TimedOut) => {
+                // The stream may yet carry the late answer: a new one is opened for the next job.
+                l.stream = None;
+                Counts::add(&hosts.inner.counts.timed_out);
+                let why = format!(
+                    "worker host {addr} answered no job within {limit:?} (a stuck host: check it; its \
+                     slots re-run elsewhere)"
+                );
+                hosts.quarantine(addr, &why, None);
+                Err(BackendError::Lost(why))
+            }
+        }
+    }
+
+    /// The job `r` answers, once held to what `payload` can produce ([`RemoteSlot::checked`]) and,
+    /// now and then, to the reference ([`RemoteSlot::audit`]); a host's kernel error or lost lease
+    /// passes through as is.
+    fn accept(
+        &self,
+        addr: SocketAddr,
+        r: pb::JobResult,
+        payload: &Payload,
+        limit: Duration,
+    ) -> Result<Executed, BackendError> {
+        let output = match r.result {
+            Some(pb::job_result::Result::Output(o)) => Output::try_from(o).map_err(|e| e.to_string()),
+            Some(pb::job_result::Result::KernelError(e)) => return Err(BackendError::Kernel(e)),
+            Some(pb::job_result::Result::Lost(e)) => {
+                return Err(BackendError::Lost(format!("worker host {addr}: {e}")));
+            }
+            None => Err("an answer without a result".to_string()),
+        };
+        let device = r.has_device.then(|| (r.cycles, Duration::from_nanos(r.device_ns)));
+        let output = output.and_then(|o| self.checked(payload, o, device, limit)).map_err(|why| {
+            Counts::add(&self.hosts.inner.counts.refused);
+            BackendError::BadAnswer(format!("worker host {addr}: {why}"))
+        })?;
+        self.audit(addr, payload, &output)?;
+        Ok(Executed { output, device })
+    }
+
+    /// `output` if it is of `payload`'s kind and length and its board time `device` is possible
+    /// (none for a CPU slot; within `limit`, in time and in cycles at the board's clock, for a board).
+    fn checked(
+        &self,
+        payload: &Payload,
+        output: Output,
+        device: Option<(u64, Duration)>,
+        limit: Duration,
+    ) -> Result<Output, String> {
+        payload.expects(&output).map_err(|e| e.to_string())?;
+        match (self.kind, device) {
+            (Kind::Cpu, Some(_)) => Err("board time reported for a CPU job".into()),
+            (Kind::Fpga, Some((cycles, took))) => {
+                let at_clock = cycles as f64 / self.calibration.clock_hz;
+                if took > limit || at_clock > limit.as_secs_f64() {
+                    return Err(format!(
+                        "a board time of {took:?} ({cycles} cycles) for a job bounded by {limit:?}"
+                    ));
+                }
+                Ok(output)
+            }
+            _ => Ok(output),
+        }
+    }
+
+    /// Whether this answer is compared with the reference: one in `audit_one_in` of those nothing
+    /// else checks (a CPU slot's, an emulated board's; a real board's answers are all checked by
+    /// its worker).
+    fn audits(&self) -> bool {
+        let one_in = self.hosts.audit_one_in();
+        one_in > 0 && (self.kind == Kind::Cpu || self.reference) && rand::random_ratio(1, one_in)
+    }
+
+    /// When audited, why `output` is not the reference's answer to `payload` (computed here).
+    fn audit(&self, addr: SocketAddr, payload: &Payload, output: &Output) -> Result<(), BackendError> {
+        let Some(image) = self.image.as_ref().filter(|_| self.audits()) else { return Ok(()) };
+        let counts = &self.hosts.inner.counts;
+        Counts::add(&counts.audited);
+        match image.reference(payload) {
+            Ok(want) if &want == output => Ok(()),
+            answer => {
+                Counts::add(&counts.mismatched);
+                let why = match answer {
+                    Ok(_) => "its answer differs from the reference (a sampled check)".to_string(),
+                    Err(e) => format!("it answered a job the reference has no answer to ({e})"),
+                };
+                Err(BackendError::BadAnswer(format!("worker host {addr}: {why}")))
             }
         }
     }
@@ -153,7 +331,9 @@ impl Backend for RemoteSlot {
         let configured_delay = Duration::from_nanos(reply.configured_delay_ns);
         let notify = self.notify.take().unwrap_or_else(|| Box::new(|_| {}));
         let lost = self.hosts.register(addr, reply.lease, self.kind, notify);
-        self.reference = reply.reference;
+        // Only a board's answers can be the reference's own (a CPU slot's are checked like any).
+        self.reference = reply.reference && self.kind == Kind::Fpga;
+        self.image = Some(image.clone());
         self.power = reply.power.map(Power::from).unwrap_or(self.power);
         self.leased = Some(Leased { addr, client, lease: reply.lease, lost, stream: None });
         // What the host measured plus the network both ways: the slot's spin-up as the scheduler sees it.
@@ -161,35 +341,17 @@ impl Backend for RemoteSlot {
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {
-        let l = self.leased.as_mut().ok_or(BackendError::NotConfigured)?;
-        if *l.lost.borrow() {
-            return Err(BackendError::Lost(format!("worker host {} is down", l.addr)));
-        }
-        self.next_id += 1;
-        let job = pb::Job { lease: l.lease, id: self.next_id, payload: Some(payload.into()) };
-        let hosts = self.hosts.clone();
-        let mut result = hosts.block_on(Self::attempt(l, job.clone()));
-        if let Err(e) = &result {
-            l.stream = None;
-            // The same job again on a new stream if the host still answers: it runs at most once.
-            if !*l.lost.borrow() && hosts.check_now(l.addr, &format!("a job's stream broke ({e})")) {
-                result = hosts.block_on(Self::attempt(l, job));
-            }
-        }
-        let r = result.map_err(|e| BackendError::Lost(format!("worker host {}: {e}", l.addr)))?;
+        let limit = self.job_limit(payload);
+        let (addr, r) = self.exchange(payload, limit)?;
         self.power = r.power.map(Power::from).unwrap_or(self.power);
-        let device = r.has_device.then(|| (r.cycles, Duration::from_nanos(r.device_ns)));
-        match r.result {
-            Some(pb::job_result::Result::Output(o)) => {
-                let output = Output::try_from(o).map_err(|e| BackendError::Kernel(e.to_string()))?;
-                Ok(Executed { output, device })
+        self.accept(addr, r, payload, limit).inspect_err(|e| {
+            if let BackendError::BadAnswer(why) = e {
+                // This slot fails through its answer (the engine counts it as refused); the host's
+                // other slots are lost with it.
+                let own = self.leased.as_ref().map(|l| l.lease);
+                self.hosts.quarantine(addr, why, own);
             }
-            Some(pb::job_result::Result::KernelError(e)) => Err(BackendError::Kernel(e)),
-            Some(pb::job_result::Result::Lost(e)) => {
-                Err(BackendError::Lost(format!("worker host {}: {e}", l.addr)))
-            }
-            None => Err(BackendError::Kernel(format!("worker host {} answered without a result", l.addr))),
-        }
+        })
     }
 
     fn power(&self) -> Power {

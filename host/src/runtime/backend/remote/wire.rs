@@ -13,6 +13,39 @@ pub mod pb {
     tonic::include_proto!("spork.worker.v1");
 }
 
+/// The worker API's version. A scheduler and a worker host speak only their own: a message that
+/// changes meaning between versions would change answers silently, so a mismatch is refused at
+/// Describe (and on health checks). 0 is a peer older than the versioned API; 2 is the first
+/// versioned one (jobs carry their session, leases are random tokens bound to it). Bump it with any
+/// change to what a message means.
+pub const API_VERSION: u32 = 2;
+
+/// This build's spork version, named beside the API version so a refusal says what to install.
+pub const SPORK_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The scheduler's Describe request: its versions, which the host checks.
+pub fn describe_request() -> pb::DescribeRequest {
+    pb::DescribeRequest { api_version: API_VERSION, version: SPORK_VERSION.into() }
+}
+
+/// Why `peer`, speaking worker API `api` of spork `version`, cannot talk to this build (`me`: what
+/// this side is, "scheduler" or "worker host"); `None` when the API versions agree.
+pub fn version_skew(peer: &str, api: u32, version: &str, me: &str) -> Option<String> {
+    if api == API_VERSION {
+        return None;
+    }
+    let theirs = match (api, version) {
+        (0, _) => "a spork older than the versioned API".to_string(),
+        (_, "") => "its spork version not given".to_string(),
+        (_, v) => format!("spork {v}"),
+    };
+    Some(format!(
+        "{peer} speaks worker API v{api} ({theirs}) but this {me} speaks v{API_VERSION} (spork \
+         {SPORK_VERSION}): refused, answers could differ silently (fix: run the same spork version on \
+         `spork serve` and every `spork worker`)"
+    ))
+}
+
 /// A message that does not describe a payload or an output.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("malformed worker message: {0}")]
@@ -137,6 +170,20 @@ mod tests {
             let output = image.reference(&payload).expect("reference");
             assert_eq!(Output::try_from(pb::Output::from(&output)).expect("decodes"), output, "{kernel}");
         }
+    }
+
+    #[test]
+    fn a_version_skew_names_both_versions_and_the_fix() {
+        assert_eq!(version_skew("the scheduler", API_VERSION, SPORK_VERSION, "worker host"), None);
+        let why = version_skew("worker host 10.0.0.1:7070", API_VERSION + 1, "9.9.9", "scheduler")
+            .expect("a skew");
+        let next = format!("v{}", API_VERSION + 1);
+        for part in ["10.0.0.1:7070", next.as_str(), "9.9.9", SPORK_VERSION, "same spork version"] {
+            assert!(why.contains(part), "{part} missing from: {why}");
+        }
+        let old = version_skew("the scheduler", 0, "", "worker host").expect("an unversioned peer");
+        assert!(old.contains("older than the versioned API"), "{old}");
+        assert_eq!(describe_request().api_version, API_VERSION);
     }
 
     #[test]
