@@ -14,12 +14,12 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # Cargo features, e.g. "xrt f1"; empty for the portable image.
 ARG FEATURES=""
 # cmake, g++ and libclang build HiGHS (the MILP solver); verilator the simulated board's models;
-# protoc the gRPC services; libxrt-dev the XRT bindings of feature xrt. Versions are bookworm's
+# libxrt-dev the XRT bindings of feature xrt (the .proto files need no protoc: protox compiles them). Versions are bookworm's
 # (pinning each would break at every Debian point release).
 # hadolint ignore=DL3008
 RUN case " $FEATURES " in *[\ ,]xrt[\ ,]*) xrt=libxrt-dev ;; *) xrt="" ;; esac \
  && apt-get update \
- && apt-get install -y --no-install-recommends cmake g++ libclang-dev verilator protobuf-compiler \
+ && apt-get install -y --no-install-recommends cmake g++ libclang-dev verilator \
       ${xrt:+"$xrt"} \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -6,16 +6,20 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=proto/inference.proto");
     println!("cargo:rerun-if-changed=proto/worker.proto");
-    // The Open Inference Protocol's gRPC service (`spork serve`) and the worker API (`spork worker`);
-    // needs protoc (Debian:
-    // protobuf-compiler).
-    if let Err(e) = tonic_prost_build::configure()
-        .build_client(true)
-        .compile_protos(&["proto/inference.proto", "proto/worker.proto"], &["proto"])
-    {
-        panic!(
-            "\n\nspork: compiling proto/inference.proto and proto/worker.proto failed: {e}\n  fix: apt-get install -y protobuf-compiler (protoc)\n\n"
-        );
+    // The Open Inference Protocol's gRPC service (`spork serve`) and the worker API (`spork worker`),
+    // parsed by protox (a protobuf compiler in Rust), so building needs no system `protoc`.
+    // The inference service decodes with a codec that bounds a request's counts before decoding it.
+    let bounded = "crate::serve::grpc::codec::BoundedCodec";
+    for (file, codec) in [("proto/inference.proto", Some(bounded)), ("proto/worker.proto", None)] {
+        let descriptors = protox::compile([file], ["proto"])
+            .unwrap_or_else(|e| panic!("\n\nspork: cannot parse {file}: {e:?}\n\n"));
+        let mut build = tonic_prost_build::configure().build_client(true);
+        if let Some(codec) = codec {
+            build = build.codec_path(codec);
+        }
+        if let Err(e) = build.compile_fds(descriptors) {
+            panic!("\n\nspork: generating the gRPC code from {file} failed: {e}\n\n");
+        }
     }
     println!("cargo:rerun-if-changed=xrt-wrapper.h");
     println!("cargo:rerun-if-env-changed=XILINX_XRT");

@@ -23,7 +23,8 @@ fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
     let (ok, out) = run(Command::new("shellcheck")
         .arg(r.join("scripts/build-xclbin.sh"))
         .arg(r.join("scripts/build-afi.sh"))
-        .arg(r.join("scripts/remote-bench.sh")));
+        .arg(r.join("scripts/remote-bench.sh"))
+        .arg(r.join("scripts/latency-guard.sh")));
     assert!(ok, "{out}");
     let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
         "--kernel",

@@ -13,15 +13,24 @@ use spork::load::body::tensor;
 use spork::policy::Scheduler;
 use spork::runtime::Board;
 use spork::runtime::work::Payload;
-use spork::serve::server::InferRequest;
+use spork::serve::budget::Reservation;
+use spork::serve::server::{InferRequest, Server};
 use spork::serve::tensor::Tensor;
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 
-fn request() -> InferRequest {
+fn request(server: &Server) -> InferRequest {
     let data: Vec<u8> = (0..64i16).flat_map(i16::to_le_bytes).collect();
     let t = Tensor::new("vectors", "INT16", &[1, 64], data).expect("tensor");
-    InferRequest { model: "dense".into(), version: None, id: None, inputs: vec![t], deadline_ms: Some(100.0) }
+    let reservation = Reservation::new(server.budget.clone());
+    InferRequest {
+        reservation,
+        model: "dense".into(),
+        version: None,
+        id: None,
+        inputs: vec![t],
+        deadline_ms: Some(100.0),
+    }
 }
 
 fn percentiles(name: &str, mut f: impl FnMut()) {
@@ -76,7 +85,7 @@ fn bench(c: &mut Criterion) {
     };
     percentiles("http health (no pool)", get);
     percentiles("in-process", || {
-        rt.block_on(server.infer(request())).expect("answer");
+        rt.block_on(server.infer(request(&server))).expect("answer");
     });
     percentiles("http", || {
         rt.block_on(http.infer(&wire, Some(100.0)));
@@ -86,7 +95,9 @@ fn bench(c: &mut Criterion) {
     });
     let mut g = c.benchmark_group("serve_dense_1x64");
     g.bench_function("http_health_no_pool", |b| b.iter(get));
-    g.bench_function("in_process", |b| b.iter(|| rt.block_on(server.infer(request())).expect("answer")));
+    g.bench_function("in_process", |b| {
+        b.iter(|| rt.block_on(server.infer(request(&server))).expect("answer"))
+    });
     g.bench_function("http_loopback", |b| b.iter(|| rt.block_on(http.infer(&wire, Some(100.0)))));
     g.bench_function("grpc_loopback", |b| b.iter(|| rt.block_on(grpc.infer(&wire, Some(100.0)))));
     g.finish();

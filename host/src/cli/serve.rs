@@ -24,7 +24,8 @@ use super::pool_args::PoolArgs;
 #[derive(clap::Args)]
 pub struct Args {
     /// Settings file (TOML): any of the flags below, by their names with underscores, and a
-    /// [limits] table (max_body, max_items, header_timeout, body_timeout, max_connections).
+    /// [limits] table (max_body, max_items, header_timeout, body_timeout, max_connections,
+    /// max_streams, memory_budget, max_queue).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// HTTP listen address [default: 127.0.0.1:8000].
@@ -97,6 +98,10 @@ pub struct Args {
     /// Largest request body or gRPC message in bytes [default: 16 MiB].
     #[arg(long, value_name = "BYTES")]
     max_body: Option<usize>,
+    /// Bytes all requests in flight may hold together (bodies and decoded inputs, queued and
+    /// running); beyond it a request is refused at once (429 / RESOURCE_EXHAUSTED) [default: 512 MiB].
+    #[arg(long, value_name = "BYTES")]
+    memory_budget: Option<usize>,
     #[command(flatten)]
     pool: PoolArgs,
 }
@@ -183,6 +188,9 @@ struct FileLimits {
     #[serde(default, with = "humantime_serde_opt")]
     body_timeout: Option<Duration>,
     max_connections: Option<usize>,
+    max_streams: Option<u32>,
+    memory_budget: Option<usize>,
+    max_queue: Option<usize>,
 }
 
 /// Durations in the settings file as humantime strings ("10s").
@@ -266,6 +274,9 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         header_timeout: fl.header_timeout.unwrap_or(d.header_timeout),
         body_timeout: fl.body_timeout.unwrap_or(d.body_timeout),
         max_connections: fl.max_connections.unwrap_or(d.max_connections),
+        max_streams: fl.max_streams.unwrap_or(d.max_streams),
+        memory_budget: args.memory_budget.or(fl.memory_budget).unwrap_or(d.memory_budget),
+        max_queue: fl.max_queue.unwrap_or(d.max_queue),
     };
     check_limits(&limits)?;
     let scheduler: Scheduler = args.scheduler.or(file.scheduler).as_deref().unwrap_or("spork-e").parse()?;
@@ -439,6 +450,19 @@ fn check_limits(l: &Limits) -> anyhow::Result<()> {
     }
     if !(1..=100_000).contains(&l.max_connections) {
         bail!("max_connections {} must be from 1 to 100000", l.max_connections);
+    }
+    if !(1..=1024).contains(&l.max_streams) {
+        bail!("max_streams {} must be from 1 to 1024 (HTTP/2 streams per connection)", l.max_streams);
+    }
+    if l.memory_budget < l.max_body.saturating_mul(2) {
+        bail!(
+            "memory_budget {} must hold at least two of the largest requests (2 x max_body = {}): raise it or lower max_body",
+            l.memory_budget,
+            l.max_body.saturating_mul(2)
+        );
+    }
+    if !(1..=1 << 20).contains(&l.max_queue) {
+        bail!("max_queue {} must be from 1 to 1 Mi requests per model", l.max_queue);
     }
     Ok(())
 }

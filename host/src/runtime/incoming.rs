@@ -33,8 +33,34 @@ pub enum Inputs {
     Given(Arc<Work>),
 }
 
-/// Where a client's answer goes.
-pub type Reply = oneshot::Sender<Result<Served, Refused>>;
+/// Where a client's answer goes, with what the request holds until it is answered (the server's
+/// memory reservation and queue place): released when the dispatcher answers or drops the request,
+/// even if the client has gone away meanwhile.
+pub struct Reply {
+    tx: oneshot::Sender<Result<Served, Refused>>,
+    _hold: Option<Box<dyn Send + Sync>>,
+}
+
+impl Reply {
+    /// A reply channel: the client awaits the receiver; `hold` lives as long as the request.
+    pub fn channel(
+        hold: Option<Box<dyn Send + Sync>>,
+    ) -> (Reply, oneshot::Receiver<Result<Served, Refused>>) {
+        let (tx, rx) = oneshot::channel();
+        (Reply { tx, _hold: hold }, rx)
+    }
+
+    /// Answers; the client may have gone (then the answer is dropped).
+    pub fn send(self, answer: Result<Served, Refused>) -> Result<(), Result<Served, Refused>> {
+        self.tx.send(answer)
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reply")
+    }
+}
 
 /// A served request.
 #[derive(Clone, Debug)]

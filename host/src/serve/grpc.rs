@@ -2,11 +2,16 @@
 //! `.proto` written from the protocol's spec. Tensors come in `raw_input_contents` or typed
 //! contents and go out in `raw_output_contents` (what clients decode).
 
+pub mod codec;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::extract::State;
+use axum::middleware::{self, Next};
 use tonic::{Request, Response, Status};
 
+use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
 use super::error::ServeError;
 use super::models::VERSION;
 use super::server::{InferRequest, Server};
@@ -31,24 +36,70 @@ pub struct Service {
     server: Arc<Server>,
 }
 
-impl Service {
-    /// The gRPC service of `server`, with its message size limit.
-    pub fn new(server: Arc<Server>) -> GrpcInferenceServiceServer<Service> {
-        // tonic refuses messages over its own limit with OUT_OF_RANGE; ours is checked in `infer` so
-        // that an oversized request gets RESOURCE_EXHAUSTED like any other limit. Tonic's is a
-        // backstop well above it.
-        let backstop = server.limits.max_body.saturating_mul(2).saturating_add(8 << 20);
-        GrpcInferenceServiceServer::new(Service { server })
-            .max_decoding_message_size(backstop)
-            .max_encoding_message_size(usize::MAX)
-    }
+/// The inference method.
+const INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 
-    fn authorize<T>(&self, req: &Request<T>, health: bool) -> Result<(), Status> {
-        if health && self.server.open_health {
-            return Ok(());
+/// The health methods: open without the token when health is open.
+const HEALTH: [&str; 3] = [
+    "/inference.GRPCInferenceService/ServerLive",
+    "/inference.GRPCInferenceService/ServerReady",
+    "/inference.GRPCInferenceService/ModelReady",
+];
+
+/// The service as routes, behind the token check and the memory budget: both run on a request's
+/// headers, before tonic decodes a byte of its message.
+pub fn router(server: Arc<Server>) -> axum::Router {
+    tonic::service::Routes::new(Service::new(server.clone()))
+        .into_axum_router()
+        .layer(middleware::from_fn_with_state(server.clone(), meter))
+        .layer(middleware::from_fn_with_state(server, authorize))
+}
+
+async fn authorize(
+    State(s): State<Arc<Server>>,
+    req: axum::extract::Request,
+    next: Next,
+) -> axum::response::Response {
+    let open = s.open_health && HEALTH.contains(&req.uri().path());
+    let given = req.headers().get("authorization").and_then(|v| v.to_str().ok());
+    match if open { Ok(()) } else { s.authorize(given) } {
+        Ok(()) => next.run(req).await,
+        Err(e) => {
+            s.metrics.refused(e.outcome());
+            Status::from(e).into_http()
         }
-        let given = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
-        self.server.authorize(given).map_err(Status::from)
+    }
+}
+
+/// A message's bytes reserve on the memory budget as they arrive (RESOURCE_EXHAUSTED beyond it).
+async fn meter(
+    State(s): State<Arc<Server>>,
+    req: axum::extract::Request,
+    next: Next,
+) -> axum::response::Response {
+    let reservation = Reservation::new(s.budget.clone());
+    let (mut parts, body) = req.into_parts();
+    parts.extensions.insert(reservation.clone());
+    let overflow = |r: Refusal| -> axum::BoxError { Box::new(Status::resource_exhausted(r.to_string())) };
+    let limit = s.limits.max_body;
+    let body = axum::body::Body::new(Metered::new(body, reservation.clone(), limit, Framing::Grpc, overflow));
+    if parts.uri.path() != INFER {
+        return next.run(axum::extract::Request::from_parts(parts, body)).await;
+    }
+    let watch = Abandoned::new(&s.metrics, reservation);
+    let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
+    watch.answered();
+    response
+}
+
+impl Service {
+    /// The gRPC service of `server`, decoding at most the body limit (the budget layer refuses a
+    /// larger message as RESOURCE_EXHAUSTED as soon as its length prefix arrives).
+    pub fn new(server: Arc<Server>) -> GrpcInferenceServiceServer<Service> {
+        let limit = server.limits.max_body;
+        GrpcInferenceServiceServer::new(Service { server })
+            .max_decoding_message_size(limit)
+            .max_encoding_message_size(usize::MAX)
     }
 }
 
@@ -56,17 +107,15 @@ impl Service {
 impl GrpcInferenceService for Service {
     async fn server_live(
         &self,
-        req: Request<ServerLiveRequest>,
+        _req: Request<ServerLiveRequest>,
     ) -> Result<Response<ServerLiveResponse>, Status> {
-        self.authorize(&req, true)?;
         Ok(Response::new(ServerLiveResponse { live: true }))
     }
 
     async fn server_ready(
         &self,
-        req: Request<ServerReadyRequest>,
+        _req: Request<ServerReadyRequest>,
     ) -> Result<Response<ServerReadyResponse>, Status> {
-        self.authorize(&req, true)?;
         Ok(Response::new(ServerReadyResponse { ready: self.server.is_ready() }))
     }
 
@@ -74,7 +123,6 @@ impl GrpcInferenceService for Service {
         &self,
         req: Request<ModelReadyRequest>,
     ) -> Result<Response<ModelReadyResponse>, Status> {
-        self.authorize(&req, true)?;
         let r = req.get_ref();
         self.server.model(&r.name, Some(&r.version))?;
         Ok(Response::new(ModelReadyResponse { ready: self.server.is_ready() }))
@@ -82,9 +130,8 @@ impl GrpcInferenceService for Service {
 
     async fn server_metadata(
         &self,
-        req: Request<ServerMetadataRequest>,
+        _req: Request<ServerMetadataRequest>,
     ) -> Result<Response<ServerMetadataResponse>, Status> {
-        self.authorize(&req, false)?;
         Ok(Response::new(ServerMetadataResponse {
             name: "spork".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -96,7 +143,6 @@ impl GrpcInferenceService for Service {
         &self,
         req: Request<ModelMetadataRequest>,
     ) -> Result<Response<ModelMetadataResponse>, Status> {
-        self.authorize(&req, false)?;
         let r = req.get_ref();
         let m = self.server.model(&r.name, Some(&r.version))?;
         let tensors = |ts: &[super::models::TensorSpec]| {
@@ -122,29 +168,13 @@ impl GrpcInferenceService for Service {
         &self,
         req: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
-        self.authorize(&req, false)?;
-        let r = req.into_inner();
-        let size = prost::Message::encoded_len(&r);
-        if size > self.server.limits.max_body {
-            let limit = self.server.limits.max_body;
-            return Err(ServeError::TooLarge(format!(
-                "the request is {size} bytes; this server takes at most {limit}"
-            ))
-            .into());
-        }
-        let request = InferRequest {
-            deadline_ms: deadline(&r.parameters)?,
-            inputs: inputs(&r)?,
-            model: r.model_name,
-            version: Some(r.model_version),
-            id: Some(r.id).filter(|id| !id.is_empty()),
-        };
+        let (request, wanted) =
+            self.prepare(req).inspect_err(|e| self.server.metrics.refused(e.outcome()))?;
         let answer = self.server.infer(request).await?;
-        let wanted: Vec<&str> = r.outputs.iter().map(|o| o.name.as_str()).collect();
         let chosen: Vec<&Tensor> = answer
             .outputs
             .iter()
-            .filter(|t| wanted.is_empty() || wanted.contains(&t.name.as_str()))
+            .filter(|t| wanted.as_ref().is_none_or(|w| w.contains(&t.name.as_str())))
             .collect();
         let s = &answer.served;
         let param = |p: ParameterChoice| InferParameter { parameter_choice: Some(p) };
@@ -173,6 +203,34 @@ impl GrpcInferenceService for Service {
                 .collect(),
             raw_output_contents: chosen.iter().map(|t| t.data.clone()).collect(),
         }))
+    }
+}
+
+impl Service {
+    /// The request as the server takes it, and the outputs asked for (each once; `None`: all),
+    /// checked before any work is paid for. The message is dropped once its tensors are taken.
+    fn prepare(
+        &self,
+        req: Request<ModelInferRequest>,
+    ) -> Result<(InferRequest, Option<Vec<&'static str>>), ServeError> {
+        let reservation = req.extensions().get::<Arc<Reservation>>().cloned().ok_or_else(|| {
+            ServeError::Internal("the request has no memory reservation (the budget layer is missing)".into())
+        })?;
+        let r = req.into_inner();
+        let model = self.server.model(&r.model_name, Some(&r.model_version))?;
+        let wanted = match r.outputs.is_empty() {
+            true => None,
+            false => Some(model.outputs_named(r.outputs.iter().map(|o| o.name.as_str()))?),
+        };
+        let request = InferRequest {
+            reservation,
+            deadline_ms: deadline(&r.parameters)?,
+            inputs: inputs(&r)?,
+            model: r.model_name,
+            version: Some(r.model_version),
+            id: Some(r.id).filter(|id| !id.is_empty()),
+        };
+        Ok((request, wanted))
     }
 }
 

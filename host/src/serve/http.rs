@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
 use super::error::ServeError;
+use super::json;
 use super::models::{Model, VERSION};
 use super::server::{InferRequest, InferResponse, Server};
 use super::tensor::Tensor;
@@ -35,8 +37,28 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_v))
         .route("/metrics", get(metrics))
         .fallback(|| async { error(ServeError::NotFound("no such endpoint: see /v2".into())) })
+        // Outermost first: the token before anything else, then the body metered on the budget.
+        .layer(middleware::from_fn_with_state(server.clone(), meter))
         .layer(middleware::from_fn_with_state(server.clone(), authorize))
         .with_state(server)
+}
+
+/// Every request reserves its body's bytes on the memory budget as they arrive; the reservation
+/// goes with the request (an extension) until the pool is done with it.
+async fn meter(State(s): State<Arc<Server>>, req: Request, next: Next) -> Response {
+    let reservation = Reservation::new(s.budget.clone());
+    let (mut parts, body) = req.into_parts();
+    parts.extensions.insert(reservation.clone());
+    let body = Body::new(Metered::new(body, reservation.clone(), s.limits.max_body, Framing::Plain, |e| {
+        Box::new(e)
+    }));
+    if !parts.uri.path().ends_with("/infer") {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let watch = Abandoned::new(&s.metrics, reservation);
+    let response = next.run(Request::from_parts(parts, body)).await;
+    watch.answered();
+    response
 }
 
 /// An error as the protocol says it.
@@ -59,7 +81,10 @@ async fn authorize(State(s): State<Arc<Server>>, req: Request, next: Next) -> Re
     let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     match if open { Ok(()) } else { s.authorize(given) } {
         Ok(()) => next.run(req).await,
-        Err(e) => error(e),
+        Err(e) => {
+            s.metrics.refused(e.outcome());
+            error(e)
+        }
     }
 }
 
@@ -151,21 +176,66 @@ async fn run(
     version: Option<String>,
     req: Request,
 ) -> Result<Response, ServeError> {
-    let headers = req.headers().clone();
+    // A request refused before it reaches a pool is counted here; the rest by the server.
+    let (request, outputs) =
+        prepare(s, model, version, req).await.inspect_err(|e| s.metrics.refused(e.outcome()))?;
+    let answer = s.infer(request).await?;
+    respond(&answer, &outputs)
+}
+
+/// The request read, parsed and checked (its outputs too) before any work is paid for.
+async fn prepare(
+    s: &Server,
+    model: String,
+    version: Option<String>,
+    req: Request,
+) -> Result<(InferRequest, Outputs), ServeError> {
+    let reservation = req.extensions().get::<Arc<Reservation>>().cloned().ok_or_else(|| {
+        ServeError::Internal("the request has no memory reservation (the budget layer is missing)".into())
+    })?;
+    let m = s.model(&model, version.as_deref())?;
+    let json_len = header_length(req.headers())?;
     let body = read_body(s, req.into_body()).await?;
-    let parsed = parse(&headers, &body)?;
+    if json_len.is_some_and(|n| n > body.len()) {
+        return Err(bad(format!("{HEADER_LENGTH} must be a length within the body's {} bytes", body.len())));
+    }
+    let parsed = json::parse(&body, json_len.unwrap_or(body.len()), s.limits.max_items)?;
+    drop(body);
+    let named = match &parsed.outputs {
+        None => None,
+        Some(named) => {
+            let chosen = m.outputs_named(named.iter().map(|(n, _)| n.as_str()))?;
+            let binary = |name: &str| named.iter().find(|(n, _)| n == name).is_some_and(|(_, b)| *b);
+            Some(chosen.into_iter().map(|n| (n, binary(n))).collect())
+        }
+    };
+    let outputs = Outputs { named, all_binary: parsed.all_binary };
     let request = InferRequest {
+        reservation,
         model,
         version,
-        id: parsed.id.clone(),
+        id: parsed.id,
         inputs: parsed.inputs,
         deadline_ms: parsed.deadline_ms,
     };
-    let answer = s.infer(request).await?;
-    respond(&answer, &parsed.outputs)
+    Ok((request, outputs))
 }
 
-/// The body, within the size limit and the body timeout.
+/// The binary extension's JSON length, if the client gave one.
+fn header_length(headers: &HeaderMap) -> Result<Option<usize>, ServeError> {
+    match headers.get(HEADER_LENGTH) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map(Some)
+            .ok_or_else(|| bad(format!("{HEADER_LENGTH} must be a byte count"))),
+    }
+}
+
+/// The body, within the size limit, the memory budget and the body timeout; a body that breaks
+/// off (the client reset it) is told apart from one that is too large.
 async fn read_body(s: &Server, body: Body) -> Result<Bytes, ServeError> {
     let limit = s.limits.max_body;
     let read = axum::body::to_bytes(body, limit);
@@ -173,24 +243,36 @@ async fn read_body(s: &Server, body: Body) -> Result<Bytes, ServeError> {
         Err(_) => {
             Err(ServeError::BadRequest(format!("the body did not arrive within {:?}", s.limits.body_timeout)))
         }
-        Ok(Err(_)) => Err(ServeError::TooLarge(format!(
-            "the request body is over this server's limit of {limit} bytes"
-        ))),
+        Ok(Err(e)) => Err(body_error(&e, limit)),
         Ok(Ok(b)) => Ok(b),
     }
 }
 
-/// What the client asked for, parsed.
-struct Parsed {
-    id: Option<String>,
-    inputs: Vec<Tensor>,
-    deadline_ms: Option<f64>,
-    outputs: Outputs,
+/// What a failed body read was: over the size limit, over the memory budget, or broken off.
+fn body_error(e: &(dyn std::error::Error + 'static), limit: usize) -> ServeError {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        let too_large =
+            || ServeError::TooLarge(format!("the request body is over this server's limit of {limit} bytes"));
+        if c.is::<http_body_util::LengthLimitError>() {
+            return too_large();
+        }
+        match c.downcast_ref::<Refusal>() {
+            Some(Refusal::TooLarge { .. }) => return too_large(),
+            Some(r @ Refusal::Budget(_)) => {
+                let retry_after = std::time::Duration::from_secs(1);
+                return ServeError::Overloaded { message: r.to_string(), retry_after };
+            }
+            None => {}
+        }
+        cause = c.source();
+    }
+    ServeError::BadRequest(format!("the request body could not be read: {e}"))
 }
 
-/// Which outputs, and how: binary (`true`) or JSON.
+/// Which outputs, and how: binary (`true`) or JSON; `None`: all of them.
 struct Outputs {
-    named: Option<Vec<(String, bool)>>,
+    named: Option<Vec<(&'static str, bool)>>,
     all_binary: bool,
 }
 
@@ -198,143 +280,15 @@ fn bad(what: impl std::fmt::Display) -> ServeError {
     ServeError::BadRequest(what.to_string())
 }
 
-fn parse(headers: &HeaderMap, body: &[u8]) -> Result<Parsed, ServeError> {
-    let json_len = match headers.get(HEADER_LENGTH) {
-        None => body.len(),
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .filter(|&n| n <= body.len())
-            .ok_or_else(|| {
-                bad(format!("{HEADER_LENGTH} must be a length within the body's {} bytes", body.len()))
-            })?,
-    };
-    let (head, mut binary) = body.split_at(json_len);
-    let v: Value =
-        serde_json::from_slice(head).map_err(|e| bad(format!("the request is not valid JSON: {e}")))?;
-    let obj = v.as_object().ok_or_else(|| bad("the request must be a JSON object"))?;
-    let params = obj.get("parameters").and_then(Value::as_object);
-    let deadline_ms = match params.and_then(|p| p.get("deadline_ms")) {
-        None => None,
-        Some(d) => Some(d.as_f64().ok_or_else(|| bad("parameter deadline_ms must be a number"))?),
-    };
-    let inputs = obj
-        .get("inputs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad("the request needs an 'inputs' array"))?;
-    let mut tensors = Vec::with_capacity(inputs.len());
-    for i in inputs {
-        tensors.push(input(i, &mut binary)?);
-    }
-    if !binary.is_empty() {
-        return Err(bad(format!(
-            "{} bytes of binary data follow the inputs that no input claims",
-            binary.len()
-        )));
-    }
-    let all_binary =
-        params.and_then(|p| p.get("binary_data_output")).and_then(Value::as_bool).unwrap_or(false);
-    let named = match obj.get("outputs") {
-        None => None,
-        Some(o) => Some(
-            o.as_array()
-                .ok_or_else(|| bad("'outputs' must be an array"))?
-                .iter()
-                .map(|o| {
-                    let name = o
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| bad("each output needs a name"))?;
-                    let binary =
-                        o.pointer("/parameters/binary_data").and_then(Value::as_bool).unwrap_or(all_binary);
-                    Ok((name.to_string(), binary))
-                })
-                .collect::<Result<Vec<_>, ServeError>>()?,
-        ),
-    };
-    let id = obj.get("id").and_then(Value::as_str).map(|s| s.chars().take(256).collect());
-    Ok(Parsed { id, inputs: tensors, deadline_ms, outputs: Outputs { named, all_binary } })
-}
-
-/// One input: its data from `data` (JSON, nested or flat) or the next `binary_data_size` bytes.
-fn input(v: &Value, binary: &mut &[u8]) -> Result<Tensor, ServeError> {
-    let name = v.get("name").and_then(Value::as_str).ok_or_else(|| bad("each input needs a 'name'"))?;
-    let datatype = v
-        .get("datatype")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad(format!("input '{name}' needs a 'datatype'")))?;
-    let shape: Vec<i64> = v
-        .get("shape")
-        .and_then(Value::as_array)
-        .and_then(|a| a.iter().map(Value::as_i64).collect())
-        .ok_or_else(|| bad(format!("input '{name}' needs a 'shape' of integers")))?;
-    if let Some(size) = v.pointer("/parameters/binary_data_size") {
-        let size = size
-            .as_u64()
-            .ok_or_else(|| bad(format!("input '{name}': binary_data_size must be a byte count")))?;
-        let size = usize::try_from(size).unwrap_or(usize::MAX);
-        if size > binary.len() {
-            return Err(bad(format!(
-                "input '{name}': binary_data_size is {size} but only {} bytes of binary data remain (truncated?)",
-                binary.len()
-            )));
-        }
-        let (data, rest) = binary.split_at(size);
-        *binary = rest;
-        return Tensor::new(name, datatype, &shape, data.to_vec());
-    }
-    let data = v
-        .get("data")
-        .ok_or_else(|| bad(format!("input '{name}' has neither 'data' nor binary_data_size")))?;
-    let mut values = Vec::new();
-    flatten(name, data, &mut values)?;
-    Tensor::from_values(name, datatype, &shape, &values)
-}
-
-fn flatten(name: &str, v: &Value, out: &mut Vec<i64>) -> Result<(), ServeError> {
-    match v {
-        Value::Array(a) => a.iter().try_for_each(|x| flatten(name, x, out)),
-        Value::Number(n) => {
-            out.push(n.as_i64().ok_or_else(|| bad(format!("input '{name}': {n} is not an integer")))?);
-            Ok(())
-        }
-        other => Err(bad(format!("input '{name}': data holds {}, not numbers", kind_of(other)))),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::String(_) => "a string",
-        Value::Object(_) => "an object",
-        _ => "a value",
-    }
-}
-
 /// The response: JSON, with binary outputs appended after it when asked for.
 fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> {
+    // An optional part's output the gate did not run is left out.
     let chosen: Vec<(&Tensor, bool)> = match &wanted.named {
         None => a.outputs.iter().map(|t| (t, wanted.all_binary)).collect(),
-        Some(named) => {
-            let mut out = Vec::new();
-            for (name, binary) in named {
-                match a.outputs.iter().find(|t| &t.name == name) {
-                    Some(t) => out.push((t, *binary)),
-                    // An optional part's output the gate did not run is left out.
-                    None if is_optional_output(a.model, name) => {}
-                    None => {
-                        return Err(bad(format!(
-                            "model '{}' has no output '{}'",
-                            a.model,
-                            name.chars().take(80).collect::<String>()
-                        )));
-                    }
-                }
-            }
-            out
-        }
+        Some(named) => named
+            .iter()
+            .filter_map(|(name, binary)| a.outputs.iter().find(|t| t.name == *name).map(|t| (t, *binary)))
+            .collect(),
     };
     let mut tail = Vec::new();
     let outputs: Vec<Value> = chosen
@@ -377,9 +331,4 @@ fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> 
     let mut r = ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
     r.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(len));
     Ok(r)
-}
-
-fn is_optional_output(model: &str, name: &str) -> bool {
-    spork_golden::Kernel::from_name(model)
-        .is_some_and(|k| Model::of(k).outputs.get(1).is_some_and(|o| o.name == name))
 }

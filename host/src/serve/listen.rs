@@ -1,23 +1,45 @@
-//! The sockets: HTTP served connection by connection on hyper (a header-read timeout that also ends
-//! idle keep-alive connections, a connection limit, graceful shutdown), gRPC on tonic's server
-//! (request and keep-alive timeouts); both stop accepting at a drain and finish what they hold.
+//! The sockets, both protocols on one accept loop and one connection rule: no-delay on every
+//! socket, one connection limit shared by HTTP and gRPC, a bound on HTTP/2 streams and on what a
+//! connection may buffer, idle and slow connections closed (HTTP/2 like HTTP/1), every request
+//! bounded in time, backoff when accepting fails (EMFILE), and a drain that ends within its grace
+//! plus [`DRAIN_BOUND`] whatever the clients do.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
+use axum::Router;
+use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, watch};
-use tokio::task::JoinHandle;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tower::ServiceExt;
 
 use super::StartError;
-use super::grpc::Service;
-use super::http::router;
-use super::server::Server;
+use super::error::ServeError;
+use super::server::{Limits, MAX_DEADLINE_MS, Server};
+
+/// How long past its grace a drain may take to close connections that will not finish (a client
+/// that stops reading, a stream held at a zero window), and how long an idle connection being
+/// closed may take to go.
+pub const DRAIN_BOUND: Duration = Duration::from_secs(2);
+/// Most header bytes an HTTP/2 request may carry.
+const MAX_HEADER_LIST: u32 = 64 << 10;
+/// What one HTTP/2 connection may have in flight toward us before its client must wait: bounds
+/// what each connection makes the server buffer (times the connection limit).
+const CONNECTION_WINDOW: u32 = 1 << 20;
+const STREAM_WINDOW: u32 = 256 << 10;
+
+/// Which protocol a listener speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http,
+    Grpc,
+}
 
 /// The running listeners.
 pub struct Listeners {
@@ -33,21 +55,35 @@ async fn bind(addr: SocketAddr) -> Result<TcpListener, StartError> {
     TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr, source })
 }
 
-/// Binds both addresses and starts serving.
-pub async fn start(server: Arc<Server>, http: SocketAddr, grpc: SocketAddr) -> Result<Listeners, StartError> {
+/// Binds both addresses and starts serving; `grace` is what a drain gives requests in flight.
+pub async fn start(
+    server: Arc<Server>,
+    http: SocketAddr,
+    grpc: SocketAddr,
+    grace: Duration,
+) -> Result<Listeners, StartError> {
     let (h, g) = (bind(http).await?, bind(grpc).await?);
     let (http, grpc) = (h.local_addr()?, g.local_addr()?);
     let (stop, stopped) = watch::channel(false);
-    let tasks = vec![
-        tokio::spawn(serve_http(h, server.clone(), stopped.clone())),
-        tokio::spawn(serve_grpc(g, server, stopped)),
+    let slots = Arc::new(Semaphore::new(server.limits.max_connections));
+    let rules = Rules { limits: server.limits, grace, slots };
+    let apps = [
+        (h, super::http::router(server.clone()), Protocol::Http),
+        (g, super::grpc::router(server), Protocol::Grpc),
     ];
+    let tasks = apps
+        .into_iter()
+        .map(|(listener, app, protocol)| {
+            tokio::spawn(accept(listener, app, protocol, rules.clone(), stopped.clone()))
+        })
+        .collect();
     tracing::info!(%http, %grpc, "listening");
     Ok(Listeners { http, grpc, stop, tasks })
 }
 
 impl Listeners {
-    /// Stops accepting and waits for the responses in progress.
+    /// Stops accepting and waits for the connections to finish, at most the grace period plus
+    /// [`DRAIN_BOUND`]; what remains then is closed.
     pub async fn shut_down(self) {
         let _ = self.stop.send(true);
         for t in self.tasks {
@@ -56,59 +92,194 @@ impl Listeners {
     }
 }
 
-async fn serve_http(listener: TcpListener, server: Arc<Server>, mut stop: watch::Receiver<bool>) {
-    let limits = server.limits;
-    let app = router(server);
-    let graceful = GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+/// What every connection of both listeners shares.
+#[derive(Clone)]
+struct Rules {
+    limits: Limits,
+    grace: Duration,
+    slots: Arc<Semaphore>,
+}
+
+async fn accept(
+    listener: TcpListener,
+    app: Router,
+    protocol: Protocol,
+    rules: Rules,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    let mut backoff = Backoff::default();
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
             _ = stop.changed() => break,
         };
-        // Small request/response exchanges: no Nagle delay.
-        let _ = stream.set_nodelay(true);
-        // Over the connection limit, a connection is closed at once; its client retries.
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
+        while conns.try_join_next().is_some() {}
+        let (stream, peer) = match accepted {
+            Ok(a) => {
+                backoff.reset();
+                a
+            }
+            // Out of descriptors (EMFILE) or the like: wait, longer each time, instead of spinning.
+            Err(e) => {
+                backoff.wait(&e).await;
+                continue;
+            }
+        };
+        // Over the connection limit (both protocols together), a connection is closed at once.
+        let Ok(permit) = rules.slots.clone().try_acquire_owned() else {
             tracing::warn!(%peer, "connection limit reached: closed");
             continue;
         };
-        let mut builder = Builder::new(TokioExecutor::new());
-        builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
-        builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(limits.header_timeout));
-        let service = TowerToHyperService::new(app.clone());
-        let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            let _ = conn.await;
-            drop(permit);
-        });
+        conns.spawn(connection(stream, app.clone(), protocol, rules.clone(), stop.clone(), permit));
     }
-    // Responses in progress finish (a drain's grace period bounds them); idle connections close.
-    let _ = tokio::time::timeout(limits.body_timeout * 2, graceful.shutdown()).await;
+    // The drain: every connection was told to close; those that will not are dropped.
+    let all = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(rules.grace + DRAIN_BOUND, all).await.is_err() {
+        tracing::warn!(left = conns.len(), "connections still open after the drain's bound: closed");
+    }
+    conns.abort_all();
 }
 
-async fn serve_grpc(listener: TcpListener, server: Arc<Server>, mut stop: watch::Receiver<bool>) {
-    let limits = server.limits;
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
-    let result = tonic::transport::Server::builder()
-        .timeout(limits.body_timeout * 4)
-        .http2_keepalive_interval(Some(limits.header_timeout))
-        .http2_keepalive_timeout(Some(limits.header_timeout))
-        .concurrency_limit_per_connection(256)
-        .add_service(Service::new(server))
-        .serve_with_incoming_shutdown(incoming, async move {
-            let _ = stop.changed().await;
-        })
-        .await;
-    if let Err(e) = result {
-        tracing::warn!("the gRPC server ended: {e}");
+/// The accept loop's wait after a failure: 5 ms doubling to a second.
+#[derive(Default)]
+struct Backoff(Option<Duration>);
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.0 = None;
+    }
+
+    async fn wait(&mut self, e: &std::io::Error) {
+        let next = self.0.map_or(Duration::from_millis(5), |d| (d * 2).min(Duration::from_secs(1)));
+        if self.0.is_none() {
+            tracing::warn!("accepting a connection failed: {e}; backing off");
+        }
+        self.0 = Some(next);
+        tokio::time::sleep(next).await;
+    }
+}
+
+/// When a connection last had a request in flight, and how many it has now.
+struct Activity {
+    born: Instant,
+    in_flight: AtomicUsize,
+    last_ms: AtomicU64,
+}
+
+/// A request in flight on a connection; its end marks the connection active now.
+struct Busy(Arc<Activity>);
+
+impl Activity {
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        Busy(self.clone())
+    }
+
+    fn idle_for(&self) -> Option<Duration> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let last = Duration::from_millis(self.last_ms.load(Ordering::Acquire));
+        Some(self.born.elapsed().saturating_sub(last))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let now = self.0.born.elapsed().as_millis() as u64;
+        self.0.last_ms.store(now, Ordering::Release);
+        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn builder(protocol: Protocol, limits: &Limits) -> Builder<TokioExecutor> {
+    let mut b = Builder::new(TokioExecutor::new());
+    if protocol == Protocol::Grpc {
+        b = b.http2_only();
+    }
+    b.http1().timer(TokioTimer::new()).header_read_timeout(limits.header_timeout);
+    b.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.header_timeout))
+        .keep_alive_timeout(limits.header_timeout)
+        .max_concurrent_streams(limits.max_streams)
+        .max_header_list_size(MAX_HEADER_LIST)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .max_pending_accept_reset_streams(Some(limits.max_streams as usize));
+    b
+}
+
+/// The longest one request may take from its headers to its answer: its body, the longest
+/// deadline a client may ask for, and a body's time again to write the answer.
+fn request_timeout(limits: &Limits) -> Duration {
+    limits.body_timeout * 2 + Duration::from_millis(MAX_DEADLINE_MS as u64)
+}
+
+/// A request that ran out of time, as its protocol says it.
+fn timed_out(protocol: Protocol, after: Duration) -> Response {
+    let e = ServeError::Unavailable(format!("the request did not finish within {after:?}"));
+    match protocol {
+        Protocol::Http => {
+            (axum::http::StatusCode::REQUEST_TIMEOUT, axum::Json(serde_json::json!({"error": e.to_string()})))
+                .into_response()
+        }
+        Protocol::Grpc => tonic::Status::deadline_exceeded(e.to_string()).into_http(),
+    }
+}
+
+/// One connection: served until it ends, closes idle, or the drain closes it.
+async fn connection(
+    stream: TcpStream,
+    app: Router,
+    protocol: Protocol,
+    rules: Rules,
+    mut stop: watch::Receiver<bool>,
+    _permit: OwnedSemaphorePermit,
+) {
+    // Small request/response exchanges: no Nagle delay.
+    let _ = stream.set_nodelay(true);
+    let activity = Arc::new(Activity {
+        born: Instant::now(),
+        in_flight: AtomicUsize::new(0),
+        last_ms: AtomicU64::new(0),
+    });
+    let limit = request_timeout(&rules.limits);
+    let seen = activity.clone();
+    let service = tower::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
+        let busy = seen.begin();
+        let answer = app.clone().oneshot(req);
+        async move {
+            let r = tokio::time::timeout(limit, answer).await;
+            drop(busy);
+            Ok::<_, std::convert::Infallible>(
+                r.unwrap_or_else(|_| Ok(timed_out(protocol, limit))).unwrap_or_else(|e| match e {}),
+            )
+        }
+    });
+    let builder = builder(protocol, &rules.limits);
+    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    tokio::pin!(conn);
+    let idle = rules.limits.header_timeout;
+    let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(50)));
+    let mut closing: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = stop.changed(), if closing.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                closing = Some(Instant::now() + rules.grace + DRAIN_BOUND);
+            }
+            _ = tick.tick() => match closing {
+                Some(at) if Instant::now() >= at => return,
+                Some(_) => {}
+                None if activity.idle_for().is_some_and(|d| d >= idle) => {
+                    conn.as_mut().graceful_shutdown();
+                    closing = Some(Instant::now() + DRAIN_BOUND);
+                }
+                None => {}
+            },
+        }
     }
 }

@@ -60,6 +60,11 @@ struct HostLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateOnly {
     state: String,
 }
@@ -70,6 +75,8 @@ type FGauge = Gauge<f64, AtomicU64>;
 pub struct Metrics {
     registry: Registry,
     requests: Family<Outcome, Counter>,
+    refused: Family<Reason, Counter>,
+    budget_bytes: Gauge,
     latency: Family<ModelKind, Histogram>,
     misses: Family<ModelOnly, Counter>,
     queue: Family<ModelOnly, Gauge>,
@@ -87,6 +94,7 @@ pub struct Metrics {
     host_slots: Family<HostLabels, Gauge>,
     host_leased: Family<HostLabels, Gauge>,
     hosts_lost: Gauge,
+    host_answers: Family<StateOnly, Gauge>,
 }
 
 impl Default for Metrics {
@@ -100,6 +108,17 @@ impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("spork");
         let requests = Family::<Outcome, Counter>::default();
+        let (refused, budget_bytes) = (Family::<Reason, Counter>::default(), Gauge::default());
+        registry.register(
+            "requests_refused",
+            "Requests refused before reaching a model's pool (token, body, limits, memory budget), by reason",
+            refused.clone(),
+        );
+        registry.register(
+            "inflight_bytes",
+            "Bytes held by requests in flight (bodies and decoded inputs), within the memory budget",
+            budget_bytes.clone(),
+        );
         let latency = Family::<ModelKind, Histogram>::new_with_constructor(|| {
             // 50 us to about 30 s.
             Histogram::new(exponential_buckets(50e-6, 2.0, 20))
@@ -129,6 +148,13 @@ impl Metrics {
             host_leased.clone(),
         );
         registry.register("worker_hosts_lost", "Times a worker host went down", hosts_lost.clone());
+        let host_answers = Family::<StateOnly, Gauge>::default();
+        registry.register(
+            "worker_host_answers",
+            "Worker hosts' answers checked: audited (sampled against the reference), mismatched (of those), \
+             bad (wrong kind or length, impossible device time), timed_out (never answered)",
+            host_answers.clone(),
+        );
         registry.register(
             "requests",
             "Inference requests by model, worker type (none if not served) and outcome",
@@ -181,9 +207,12 @@ impl Metrics {
             host_slots,
             host_leased,
             hosts_lost,
+            host_answers,
             fpga_target,
             fpga_cap,
             requests,
+            refused,
+            budget_bytes,
             latency,
             misses,
             queue,
@@ -216,6 +245,16 @@ impl Metrics {
         }
     }
 
+    /// A request was refused before a pool saw it, for `reason` (an outcome label).
+    pub fn refused(&self, reason: &str) {
+        self.refused.get_or_create(&Reason { reason: reason.into() }).inc();
+    }
+
+    /// The bytes requests in flight hold now.
+    pub fn inflight_bytes(&self, bytes: usize) {
+        self.budget_bytes.set(bytes as i64);
+    }
+
     /// A request on `model` was accepted (+1) or answered (-1).
     pub fn queue(&self, model: &str, delta: i64) {
         self.queue.get_or_create(&ModelOnly { model: model.into() }).inc_by(delta);
@@ -246,6 +285,15 @@ impl Metrics {
         self.hosts.get_or_create(&StateOnly { state: "up".into() }).set(up);
         self.hosts.get_or_create(&StateOnly { state: "down".into() }).set(views.len() as i64 - up);
         self.hosts_lost.set(lost as i64);
+        let answers = [
+            ("audited", hosts.answers_audited()),
+            ("mismatched", hosts.answer_mismatches()),
+            ("bad", hosts.bad_answers()),
+            ("timed_out", hosts.job_timeouts()),
+        ];
+        for (state, n) in answers {
+            self.host_answers.get_or_create(&StateOnly { state: state.into() }).set(n as i64);
+        }
         for v in views {
             for kind in Kind::ALL {
                 let labels = HostLabels { host: v.addr.to_string(), kind: kind.name().into() };

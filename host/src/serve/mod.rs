@@ -5,13 +5,16 @@
 //! transport: decoding and checking tensors, the token, limits, metrics, readiness and drain.
 //!
 //! - [`server`]: the core every transport calls ([`server::Server::infer`]);
-//! - [`http`], [`grpc`]: the two transports; [`listen`]: their sockets, timeouts and shutdown;
+//! - [`http`] (its bodies parsed by [`json`]), [`grpc`]: the two transports; [`listen`]: their
+//!   sockets, connection rules and bounded drain; [`budget`]: the memory all requests may hold;
 //! - [`models`], [`tensor`]: the served models and their tensors; [`pools`]: a pool per model;
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
+pub mod budget;
 pub mod error;
 pub mod grpc;
 pub mod http;
+pub mod json;
 pub mod listen;
 pub mod metrics;
 pub mod models;
@@ -216,7 +219,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         }
         Ok::<(), StartError>(())
     })?;
-    let listeners = rt.block_on(listen::start(server.clone(), cfg.http, cfg.grpc))?;
+    let listeners = rt.block_on(listen::start(server.clone(), cfg.http, cfg.grpc, cfg.grace))?;
     server.set_ready();
     Ok(Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt })
 }

@@ -116,6 +116,41 @@ impl Model {
         out
     }
 
+    /// Which of the model's outputs a client asks for by name (each once, whatever it repeats): an
+    /// unknown name is refused before any work is done.
+    pub fn outputs_named<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Result<Vec<&'static str>, ServeError> {
+        let mut chosen: Vec<&'static str> = Vec::new();
+        for name in names {
+            let spec = self.outputs.iter().find(|s| s.name == name);
+            let spec = spec.ok_or_else(|| self.bad(format!("has no output '{}'", cut(name))))?;
+            if !chosen.contains(&spec.name) {
+                chosen.push(spec.name);
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Bytes `tensors` take once decoded, from their shapes alone (so a request too large to hold
+    /// is refused before it is built): their elements, and for documents and vectors each row's own
+    /// allocation (a Vec's header and the allocator's overhead), so a request of millions of
+    /// one-term documents is charged what it would really hold.
+    pub fn decoded_bytes(&self, tensors: &[Tensor]) -> usize {
+        const ROW: u64 = 24 + 16;
+        let bytes = |t: &Tensor| -> u64 {
+            match (self.kernel, t.shape.as_slice()) {
+                (Kernel::Bloom | Kernel::Dense, &[rows, _]) => {
+                    rows.saturating_mul(ROW).saturating_add(t.data.len() as u64)
+                }
+                _ => t.data.len() as u64,
+            }
+        };
+        let total = tensors.iter().map(bytes).fold(0u64, u64::saturating_add);
+        usize::try_from(total).unwrap_or(usize::MAX)
+    }
+
     fn input<'t>(&self, tensors: &'t [Tensor], spec: TensorSpec) -> Result<Option<&'t Tensor>, ServeError> {
         let mut named = tensors.iter().filter(|t| t.name == spec.name);
         let (Some(t), None) = (named.next(), named.next()) else {
@@ -236,6 +271,25 @@ mod tests {
         assert!(m.decode(&[]).unwrap_err().to_string().contains("needs input 'vectors'"));
         let wide = Tensor::new("image", "UINT8", &[3, 300], vec![0; 900]).unwrap();
         assert!(Model::of(Kernel::Sobel).decode(&[wide]).unwrap_err().to_string().contains("256"));
+    }
+
+    #[test]
+    fn requested_outputs_are_known_names_each_once() {
+        let m = Model::of(Kernel::Sobel);
+        let many = std::iter::repeat_n("magnitudes", 20_000);
+        assert_eq!(m.outputs_named(many).unwrap(), vec!["magnitudes"]);
+        let both = m.outputs_named(["refinement_magnitudes", "magnitudes", "refinement_magnitudes"]).unwrap();
+        assert_eq!(both, vec!["refinement_magnitudes", "magnitudes"]);
+        assert!(
+            m.outputs_named(["magnitudes", "nope"]).unwrap_err().to_string().contains("no output 'nope'")
+        );
+    }
+
+    #[test]
+    fn decoded_bytes_charge_each_row() {
+        let docs = Tensor::new("documents", "UINT32", &[1000, 1], vec![0; 4000]).unwrap();
+        assert_eq!(Model::of(Kernel::Bloom).decoded_bytes(&[docs]), 1000 * (40 + 4));
+        assert_eq!(Model::of(Kernel::Sobel).decoded_bytes(&[image(4, 5)]), 20);
     }
 
     #[test]

@@ -7,11 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
-use tokio::sync::oneshot;
 
 use crate::engine::{Engine, Oracle};
 use crate::model::{Request, Time};
-use crate::runtime::incoming::{Incoming, Inputs, Refused, Served};
+use crate::runtime::incoming::{Incoming, Inputs, Refused, Reply, Served};
 use crate::runtime::loadgen::Arrive;
 use crate::runtime::status::Status;
 use crate::runtime::work::Work;
@@ -51,9 +50,15 @@ impl Pool {
     }
 
     /// Hands a client's request to the pool and waits for its answer. `deadline` is after arrival
-    /// (`None`: the profile's factor times the estimated size).
-    pub async fn submit(&self, work: Arc<Work>, deadline: Option<Time>) -> Result<Served, Refused> {
-        let (reply, answer) = oneshot::channel();
+    /// (`None`: the profile's factor times the estimated size); `hold` is released when the pool is
+    /// done with the request, even if this wait is dropped first (the client went away).
+    pub async fn submit(
+        &self,
+        work: Arc<Work>,
+        deadline: Option<Time>,
+        hold: Option<Box<dyn Send + Sync>>,
+    ) -> Result<Served, Refused> {
+        let (reply, answer) = Reply::channel(hold);
         let request = Request::new(0, 0, 0);
         let incoming = Incoming { request, deadline, inputs: Inputs::Given(work), reply: Some(reply) };
         if self.tx.send(Arrive::Request(incoming)).is_err() {

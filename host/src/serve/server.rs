@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use spork_golden::Kernel;
 use subtle::ConstantTimeEq;
 
+use super::budget::{Budget, Reservation};
 use super::error::ServeError;
 use super::metrics::Metrics;
 use super::models::{Model, VERSION};
@@ -18,9 +19,11 @@ use crate::model::time::from_secs;
 use crate::runtime::RunReport;
 use crate::runtime::incoming::{Refused, Served};
 use crate::runtime::status::Status;
+use crate::runtime::work::Work;
 
-/// The largest deadline a client may ask for: an hour.
-pub const MAX_DEADLINE_MS: f64 = 3_600_000.0;
+/// The largest deadline a client may ask for: a minute. An interactive request later than that
+/// has no use, and a longer one would let a client park work in a pool's queue.
+pub const MAX_DEADLINE_MS: f64 = 60_000.0;
 
 /// Request limits.
 #[derive(Clone, Copy, Debug)]
@@ -33,8 +36,15 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Time to read a request's body.
     pub body_timeout: Duration,
-    /// Most connections at once (HTTP).
+    /// Most connections at once, HTTP and gRPC together.
     pub max_connections: usize,
+    /// Most HTTP/2 streams (requests) at once on one connection.
+    pub max_streams: u32,
+    /// Bytes all requests in flight may hold together (bodies received, inputs decoded, queued and
+    /// running); a request beyond it is refused at once (429 / RESOURCE_EXHAUSTED).
+    pub memory_budget: usize,
+    /// Most requests one model's pool holds (queued and running); more are refused at once.
+    pub max_queue: usize,
 }
 
 impl Default for Limits {
@@ -45,6 +55,9 @@ impl Default for Limits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_streams: 32,
+            memory_budget: 512 << 20,
+            max_queue: 1024,
         }
     }
 }
@@ -52,6 +65,8 @@ impl Default for Limits {
 /// What a client asks for.
 #[derive(Debug)]
 pub struct InferRequest {
+    /// What the request holds of the memory budget (its body so far); its decoded inputs are added.
+    pub reservation: Arc<Reservation>,
     /// Model name.
     pub model: String,
     /// Version, if named.
@@ -81,6 +96,67 @@ pub struct InferResponse {
 pub struct Hosted {
     model: Model,
     pool: Pool,
+    /// Requests its pool holds, queued or running (bounded by [`Limits::max_queue`]).
+    held: Arc<AtomicUsize>,
+}
+
+/// A request's place in its pool, given back when the pool is done with it.
+struct Place(Arc<AtomicUsize>);
+
+impl Place {
+    /// A place if the pool holds fewer than `max`.
+    fn take(held: &Arc<AtomicUsize>, max: usize) -> Option<Place> {
+        held.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| (n < max).then_some(n + 1)).ok()?;
+        Some(Place(held.clone()))
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Counts a request once, however it ends: answered, refused, or its client gone (the future
+/// dropped mid-wait: counted `cancelled`). Holds the queue gauge up while it lives.
+struct Tally<'a> {
+    metrics: &'a Metrics,
+    model: &'static str,
+    done: bool,
+}
+
+impl<'a> Tally<'a> {
+    fn new(metrics: &'a Metrics, model: &'static str) -> Tally<'a> {
+        metrics.queue(model, 1);
+        Tally { metrics, model, done: false }
+    }
+
+    fn finish(mut self, result: &Result<InferResponse, ServeError>) {
+        self.done = true;
+        match result {
+            Ok(r) => {
+                let seconds = (r.served.queue + r.served.service) as f64 / 1e9;
+                let outcome = if r.served.missed { "missed" } else { "ok" };
+                self.metrics.request(
+                    self.model,
+                    Some(r.served.kind),
+                    outcome,
+                    Some(seconds),
+                    r.served.missed,
+                );
+            }
+            Err(e) => self.metrics.request(self.model, None, e.outcome(), None, false),
+        }
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        self.metrics.queue(self.model, -1);
+        if !self.done {
+            self.metrics.request(self.model, None, "cancelled", None, false);
+        }
+    }
 }
 
 /// The running server's state.
@@ -91,6 +167,8 @@ pub struct Server {
     pub open_health: bool,
     /// The limits.
     pub limits: Limits,
+    /// The memory budget of all requests in flight.
+    pub budget: Arc<Budget>,
     /// Metrics.
     pub metrics: Metrics,
     ready: AtomicBool,
@@ -107,13 +185,16 @@ impl Server {
         open_health: bool,
         limits: Limits,
     ) -> Server {
-        let models =
-            pools.into_iter().map(|(k, pool)| (k.name(), Hosted { model: Model::of(k), pool })).collect();
+        let models = pools
+            .into_iter()
+            .map(|(k, pool)| (k.name(), Hosted { model: Model::of(k), pool, held: Arc::default() }))
+            .collect();
         Server {
             models,
             token,
             open_health,
             limits,
+            budget: Budget::new(limits.memory_budget),
             metrics: Metrics::new(),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
@@ -176,7 +257,11 @@ impl Server {
     /// Checks a bearer token (`Authorization` header or gRPC metadata value), in constant time.
     pub fn authorize(&self, header: Option<&str>) -> Result<(), ServeError> {
         let Some(token) = &self.token else { return Ok(()) };
-        let given = header.and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
+        // The scheme is case-insensitive (RFC 9110 11.1); the token is not.
+        let given = header
+            .and_then(|h| h.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, t)| t.trim_start());
         if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
             Ok(())
         } else {
@@ -187,28 +272,23 @@ impl Server {
     /// The metrics text, each pool's state read now.
     pub fn render_metrics(&self) -> String {
         let pools: Vec<(&str, &Status)> = self.models.iter().map(|(n, s)| (*n, &*s.pool.status)).collect();
+        self.metrics.inflight_bytes(self.budget.used());
         self.metrics.render(pools.into_iter(), self.hosts.get())
     }
 
     /// Sends `work` through `kernel`'s pool, bypassing readiness: the start-up probe.
     pub async fn probe(&self, kernel: Kernel, work: Arc<crate::runtime::work::Work>) -> Result<(), String> {
         let pool = &self.models.get(kernel.name()).ok_or("no such pool")?.pool;
-        pool.submit(work, None).await.map(|_| ()).map_err(|r| r.to_string())
+        pool.submit(work, None, None).await.map(|_| ()).map_err(|r| r.to_string())
     }
 
     /// Runs one inference: checked, scheduled by the model's pool, answered (or refused) once.
     pub async fn infer(&self, req: InferRequest) -> Result<InferResponse, ServeError> {
         let model = self.model(&req.model, req.version.as_deref())?;
-        let name = model.name();
+        req.reservation.set_counted();
+        let tally = Tally::new(&self.metrics, model.name());
         let result = self.infer_on(model, req).await;
-        match &result {
-            Ok(r) => {
-                let seconds = (r.served.queue + r.served.service) as f64 / 1e9;
-                let outcome = if r.served.missed { "missed" } else { "ok" };
-                self.metrics.request(name, Some(r.served.kind), outcome, Some(seconds), r.served.missed);
-            }
-            Err(e) => self.metrics.request(name, None, e.outcome(), None, false),
-        }
+        tally.finish(&result);
         result
     }
 
@@ -218,7 +298,30 @@ impl Server {
             return Err(ServeError::Unavailable(format!("the server is {why}: it takes no requests")));
         }
         let deadline = deadline(req.deadline_ms)?;
-        let work = model.decode(&req.inputs)?;
+        let InferRequest { reservation, inputs, id, .. } = req;
+        self.admit(model.decoded_bytes(&inputs), &reservation)?;
+        let work = model.decode(&inputs)?;
+        drop(inputs);
+        self.check_items(&work)?;
+        let hosted = &self.models[model.name()];
+        let place =
+            Place::take(&hosted.held, self.limits.max_queue).ok_or_else(|| ServeError::Overloaded {
+                message: format!(
+                    "model '{}' holds {} requests, its most: retry shortly",
+                    model.name(),
+                    self.limits.max_queue
+                ),
+                retry_after: Duration::from_secs(1),
+            })?;
+        let work = Arc::new(work);
+        let hold: Box<dyn Send + Sync> = Box::new((reservation, place));
+        let served = hosted.pool.submit(work.clone(), deadline, Some(hold)).await.map_err(refused)?;
+        let outputs = model.encode(&served.answer, &work);
+        Ok(InferResponse { model: model.name(), id, outputs, served })
+    }
+
+    /// Whether `work` is within the item limit.
+    fn check_items(&self, work: &Work) -> Result<(), ServeError> {
         let items = work.mandatory.items() + work.optional.as_ref().map_or(0, |p| p.items());
         if items > self.limits.max_items {
             return Err(ServeError::TooLarge(format!(
@@ -226,14 +329,29 @@ impl Server {
                 self.limits.max_items
             )));
         }
-        let work = Arc::new(work);
-        let pool = &self.models[model.name()].pool;
-        self.metrics.queue(model.name(), 1);
-        let answer = pool.submit(work.clone(), deadline).await;
-        self.metrics.queue(model.name(), -1);
-        let served = answer.map_err(refused)?;
-        let outputs = model.encode(&served.answer, &work);
-        Ok(InferResponse { model: model.name(), id: req.id, outputs, served })
+        Ok(())
+    }
+
+    /// Whether inputs taking `bytes` decoded may be held: within the per-request size limit and the
+    /// memory budget (reserved on `reservation` until the pool is done with the request).
+    fn admit(&self, bytes: usize, reservation: &Reservation) -> Result<(), ServeError> {
+        let most = self.limits.max_decoded();
+        if bytes > most {
+            return Err(ServeError::TooLarge(format!(
+                "the request's inputs take {bytes} bytes decoded; this server holds at most {most} per request"
+            )));
+        }
+        reservation.add(bytes).map_err(|e| ServeError::Overloaded {
+            message: e.to_string(),
+            retry_after: Duration::from_secs(1),
+        })
+    }
+}
+
+impl Limits {
+    /// The most one request's decoded inputs may take: four bodies' worth.
+    pub fn max_decoded(&self) -> usize {
+        self.max_body.saturating_mul(4)
     }
 }
 

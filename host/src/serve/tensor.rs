@@ -47,7 +47,7 @@ impl DataType {
     }
 
     /// Whether a JSON or typed-contents value fits.
-    fn holds(self, v: i64) -> bool {
+    pub fn holds(self, v: i64) -> bool {
         match self {
             DataType::Uint8 => (0..=u8::MAX as i64).contains(&v),
             DataType::Uint16 => (0..=u16::MAX as i64).contains(&v),

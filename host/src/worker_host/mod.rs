@@ -123,9 +123,8 @@ pub fn start(cfg: HostConfig) -> Result<RunningHost, HostError> {
         server = server.tls_config(tls).map_err(|e| HostError::Transport(e.to_string()))?;
     }
     let service = Service { slots: slots.clone(), board: cfg.board, refused: Mutex::default() };
-    let service = WorkerServer::new(service)
-        .max_decoding_message_size(256 << 20)
-        .max_encoding_message_size(256 << 20);
+    let service =
+        WorkerServer::new(service).max_decoding_message_size(256 << 20).max_encoding_message_size(256 << 20);
     let (stop, stopped) = watch::channel(false);
     let router = server.add_service(service);
     let probe_addr = probe.as_ref().map(|p| p.1);

@@ -10,7 +10,9 @@ pub mod source;
 pub mod tls;
 pub mod wire;
 
-pub use hosts::{AUDIT_ONE_IN, HostView, Hosts, HostsError, JOB_TIMEOUT, LostNotify, QUARANTINE, RemoteConfig};
+pub use hosts::{
+    AUDIT_ONE_IN, HostView, Hosts, HostsError, JOB_TIMEOUT, LostNotify, QUARANTINE, RemoteConfig,
+};
 pub use slot::{MAX_JOB_TIME, RemoteSlot};
 pub use source::Source;
 pub use tls::{DEFAULT_WORKER_NAME, TlsFiles};

@@ -175,8 +175,8 @@ mod tests {
     #[test]
     fn a_version_skew_names_both_versions_and_the_fix() {
         assert_eq!(version_skew("the scheduler", API_VERSION, SPORK_VERSION, "worker host"), None);
-        let why = version_skew("worker host 10.0.0.1:7070", API_VERSION + 1, "9.9.9", "scheduler")
-            .expect("a skew");
+        let why =
+            version_skew("worker host 10.0.0.1:7070", API_VERSION + 1, "9.9.9", "scheduler").expect("a skew");
         let next = format!("v{}", API_VERSION + 1);
         for part in ["10.0.0.1:7070", next.as_str(), "9.9.9", SPORK_VERSION, "same spork version"] {
             assert!(why.contains(part), "{part} missing from: {why}");

@@ -1,0 +1,484 @@
+//! `spork serve` against hostile clients, over real sockets to the real binary: each attack of the
+//! hardening issue, asserting a clean status, a bounded peak RSS (read from /proc) and a drain that
+//! ends. Every wait is bounded; the server listens on loopback only.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use spork::serve::grpc::proto;
+
+const TOKEN: &str = "hostile-test-token-0123456789";
+const MIB: u64 = 1 << 20;
+
+/// A `spork serve` process on loopback ports.
+struct Serve {
+    child: Child,
+    http: SocketAddr,
+    grpc: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    /// Starts the server with sobel and bloom, a token, a 1 s grace and `limits` (TOML lines).
+    fn start(limits: &str, extra: &[&str]) -> Serve {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        std::fs::write(&token, TOKEN).expect("token");
+        let config = dir.path().join("serve.toml");
+        std::fs::write(&config, format!("[limits]\n{limits}\n")).expect("config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--models", "sobel,bloom"])
+            .args(["--grace", "1s", "--io-threads", "1", "--scheduler", "cpu-dynamic"])
+            .arg("--token-file")
+            .arg(&token)
+            .arg("--config")
+            .arg(&config)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spork serve starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        let log = stderr.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("spork serve: HTTP on") {
+                    let _ = tx.send(line.clone());
+                }
+                let mut l = log.lock().expect("log");
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let line = rx.recv_timeout(Duration::from_secs(120)).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("the server did not start: {}", stderr.lock().expect("log"))
+        });
+        let addr = |after: &str| -> SocketAddr {
+            let rest = &line[line.find(after).expect("address") + after.len()..];
+            rest.split([',', ';']).next().expect("address").trim().parse().expect("address")
+        };
+        Serve { http: addr("HTTP on "), grpc: addr("gRPC on "), child, stderr, _dir: dir }
+    }
+
+    /// Peak resident memory so far (VmHWM), bytes.
+    fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        let kb = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+        kb.split_whitespace().nth(1).expect("kB").parse::<u64>().expect("kB") * 1024
+    }
+
+    fn metrics(&self) -> String {
+        http1(self.http, "GET", "/metrics", &[], &[]).1
+    }
+
+    /// SIGTERM, then the time until it exits (at most `bound`; `None` if it is still alive).
+    fn terminate(&mut self, bound: Duration) -> Option<Duration> {
+        let t = Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        while t.elapsed() < bound {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Some(t.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 exchange on a new connection: (status, body as text).
+fn http1(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).expect("write head");
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+fn bearer() -> (&'static str, String) {
+    ("Authorization", format!("Bearer {TOKEN}"))
+}
+
+/// An HTTP infer body: JSON head for one UINT8 image sent binary, and `outputs`.
+fn sobel_binary(h: usize, w: usize, outputs: &str) -> (Vec<u8>, usize) {
+    let head = format!(
+        r#"{{"inputs":[{{"name":"image","datatype":"UINT8","shape":[{h},{w}],"parameters":{{"binary_data_size":{}}}}}],"outputs":[{outputs}]}}"#,
+        h * w
+    );
+    let mut body = head.clone().into_bytes();
+    body.extend((0..h * w).map(|i| (i % 251) as u8));
+    (body, head.len())
+}
+
+fn infer_headers(json_len: usize) -> Vec<(&'static str, String)> {
+    vec![bearer(), ("Inference-Header-Content-Length", json_len.to_string())]
+}
+
+#[test]
+fn repeated_outputs_cost_one_output_and_thousands_are_refused() {
+    let serve = Serve::start("", &[]);
+    let base = serve.peak_rss();
+    let outputs = vec![r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#; 20_000].join(",");
+    let (body, len) = sobel_binary(64, 256, &outputs);
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("more than 16"), "{text}");
+    // A few repeats are one output.
+    let three = vec![r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#; 3].join(",");
+    let (body, len) = sobel_binary(3, 256, &three);
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(text.matches("\"magnitudes\"").count(), 1, "{text}");
+    // Before: 15.7 GB for the first request.
+    let grew = serve.peak_rss().saturating_sub(base);
+    assert!(grew < 64 * MIB, "peak RSS grew by {} MiB", grew / MIB);
+}
+
+#[test]
+fn oversized_json_and_million_document_requests_are_refused_within_a_bounded_rss() {
+    let serve = Serve::start("", &[]);
+    // 16 MiB of JSON zeros: 8 Mi elements, over the 4 Mi item limit, refused while parsing.
+    let n = (16 * MIB as usize - 200) / 2;
+    let mut body = br#"{"inputs":[{"name":"image","datatype":"UINT8","shape":[4,4],"data":["#.to_vec();
+    body.extend(std::iter::repeat_n(b"0,", n - 1).flatten());
+    body.extend_from_slice(b"0]}]}");
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &[bearer()], &body);
+    assert_eq!(status, 400, "{}", &text[..text.len().min(300)]);
+    assert!(text.contains("more items"), "{}", &text[..text.len().min(300)]);
+    // 4 Mi one-term documents (16 MiB binary): ~176 MB decoded, over the per-request bound.
+    let docs = (4 << 20) - 1024;
+    let head = format!(
+        r#"{{"inputs":[{{"name":"documents","datatype":"UINT32","shape":[{docs},1],"parameters":{{"binary_data_size":{}}}}}]}}"#,
+        docs * 4
+    );
+    let mut body = head.clone().into_bytes();
+    body.resize(head.len() + docs * 4 - 64, 7);
+    body.extend_from_slice(&[7; 64]);
+    let (status, text) =
+        http1(serve.http, "POST", "/v2/models/bloom/infer", &infer_headers(head.len()), &body);
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("decoded"), "{text}");
+    let peak = serve.peak_rss();
+    // Before: the JSON alone took 20-40x its body (300-600 MB); the documents ~250 MB.
+    assert!(peak < 160 * MIB, "peak RSS {} MiB", peak / MIB);
+}
+
+/// A gRPC `ModelInfer` as raw bytes on an h2 stream: (grpc-status, message).
+async fn grpc_raw(addr: SocketAddr, msg: &[u8], token: Option<&str>) -> (String, String) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (client, conn) = h2::client::handshake(tcp).await.expect("h2");
+    tokio::spawn(conn);
+    let mut client = client.ready().await.expect("ready");
+    let mut req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    let (resp, mut send) = client.send_request(req.body(()).expect("request"), false).expect("send");
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+    framed.extend_from_slice(msg);
+    send.reserve_capacity(framed.len());
+    // The server may answer (and reset the stream) before taking every byte.
+    let _ = send.send_data(framed.into(), true);
+    let resp =
+        tokio::time::timeout(Duration::from_secs(30), resp).await.expect("answered").expect("response");
+    let status = |h: &http::HeaderMap| {
+        let code = h.get("grpc-status").map(|v| v.to_str().unwrap_or("").to_string());
+        let msg = h.get("grpc-message").map(|v| v.to_str().unwrap_or("").to_string()).unwrap_or_default();
+        code.map(|c| (c, msg))
+    };
+    if let Some(s) = status(resp.headers()) {
+        return s;
+    }
+    let mut body = resp.into_body();
+    while body.data().await.is_some() {}
+    let trailers = body.trailers().await.expect("trailers").expect("trailers");
+    status(&trailers).expect("grpc-status")
+}
+
+#[test]
+fn empty_input_floods_cost_nothing_without_a_token_and_little_with_one() {
+    let serve = Serve::start("", &[]);
+    let base = serve.peak_rss();
+    let flood = proto::ModelInferRequest {
+        model_name: "sobel".into(),
+        inputs: vec![Default::default(); 4_000_000],
+        ..Default::default()
+    };
+    let bytes = flood.encode_to_vec();
+    assert!(bytes.len() > 7_000_000);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // 16 = UNAUTHENTICATED, 8 = RESOURCE_EXHAUSTED.
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &bytes, None));
+    assert_eq!(code, "16", "{msg}");
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &bytes, Some(TOKEN)));
+    assert_eq!(code, "8", "{msg}");
+    assert!(msg.contains("more%20than%2016%20inputs") || msg.contains("more than 16 inputs"), "{msg}");
+    // Before: 828 MB for the unauthenticated call alone.
+    let grew = serve.peak_rss().saturating_sub(base);
+    assert!(grew < 64 * MIB, "peak RSS grew by {} MiB", grew / MIB);
+    let m = serve.metrics();
+    assert!(m.contains("spork_requests_refused_total{reason=\"unauthorized\"} 1"), "{m}");
+}
+
+/// A sobel request message for gRPC.
+fn sobel_message(h: usize, w: usize) -> Vec<u8> {
+    let input = proto::model_infer_request::InferInputTensor {
+        name: "image".into(),
+        datatype: "UINT8".into(),
+        shape: vec![h as i64, w as i64],
+        ..Default::default()
+    };
+    let r = proto::ModelInferRequest {
+        model_name: "sobel".into(),
+        inputs: vec![input],
+        raw_input_contents: vec![vec![9; h * w]],
+        ..Default::default()
+    };
+    r.encode_to_vec()
+}
+
+#[test]
+fn a_zero_window_stream_cannot_hold_the_drain_open() {
+    let mut serve = Serve::start("", &[]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let addr = serve.grpc;
+    // A client that advertises no room for the answer and answers pings (h2 does) for as long as
+    // the server keeps the connection.
+    let held = rt.spawn(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(0)
+            .handshake::<_, bytes::Bytes>(tcp)
+            .await
+            .expect("h2");
+        let driver = tokio::spawn(conn);
+        let mut client = client.ready().await.expect("ready");
+        let req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(())
+            .expect("request");
+        let (resp, mut send) = client.send_request(req, false).expect("send");
+        let msg = sobel_message(64, 256);
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&msg);
+        send.reserve_capacity(framed.len());
+        let _ = send.send_data(framed.into(), true);
+        let _resp = resp.await;
+        let _ = driver.await;
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    // Before: still alive 100 s after SIGTERM. Grace 1 s + the 2 s bound, with slack.
+    let took = serve.terminate(Duration::from_secs(20));
+    held.abort();
+    let took = took
+        .unwrap_or_else(|| panic!("still alive 20 s after SIGTERM: {}", serve.stderr.lock().expect("log")));
+    assert!(took < Duration::from_secs(10), "exited after {took:?}");
+}
+
+#[test]
+fn idle_connections_at_the_limit_are_closed_and_the_limit_is_shared() {
+    let serve = Serve::start("max_connections = 4\nheader_timeout = \"1s\"\n", &[]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (http, grpc) = (serve.http, serve.grpc);
+    let closed = rt.block_on(async move {
+        // Two idle HTTP/2 connections on each listener take all four slots.
+        let mut conns = Vec::new();
+        for addr in [http, http, grpc, grpc] {
+            let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let (_client, conn) = h2::client::handshake(tcp).await.expect("h2");
+            conns.push((_client, tokio::spawn(conn)));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // A fifth, on either protocol, is closed at once.
+        let mut s = tokio::net::TcpStream::connect(http).await.expect("connect");
+        let mut buf = [0u8; 16];
+        let fifth =
+            tokio::time::timeout(Duration::from_secs(5), tokio::io::AsyncReadExt::read(&mut s, &mut buf))
+                .await;
+        assert!(matches!(fifth, Ok(Ok(0)) | Ok(Err(_))), "the fifth connection was not closed: {fifth:?}");
+        // The idle ones are closed by the server after the 1 s idle time (bounded wait: 10 s).
+        let mut closed = 0;
+        for (_client, task) in conns {
+            if tokio::time::timeout(Duration::from_secs(10), task).await.is_ok() {
+                closed += 1;
+            }
+        }
+        closed
+    });
+    assert_eq!(closed, 4, "idle HTTP/2 connections closed by the server");
+    let (status, _) = http1(serve.http, "GET", "/v2/health/ready", &[], &[]);
+    assert_eq!(status, 200, "a slot is free again");
+}
+
+/// The sum of a counter family's samples whose line starts with `prefix`.
+fn counted(metrics: &str, prefix: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn clients_that_leave_are_counted_once_and_leave_no_queue() {
+    let serve = Serve::start("", &[]);
+    // Twenty large sobel requests at once, each client gone 0-19 ms after its request is sent:
+    // some while the body is read, some while queued or running.
+    let (body, len) = sobel_binary(4000, 256, r#"{"name":"magnitudes"}"#);
+    let body = Arc::new(body);
+    let senders: Vec<_> = (0..20u64)
+        .map(|i| {
+            let (addr, body) = (serve.http, body.clone());
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(addr).expect("connect");
+                let head = format!(
+                    "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\nInference-Header-Content-Length: {len}\r\n\r\n",
+                    body.len()
+                );
+                s.write_all(head.as_bytes()).expect("head");
+                s.write_all(&body).expect("body");
+                std::thread::sleep(Duration::from_millis(i));
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().expect("sender");
+    }
+    // A body cut off mid-way is a bad request, not "too large".
+    let mut s = TcpStream::connect(serve.http).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let head = format!(
+        "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).expect("head");
+    s.write_all(&body[..1000]).expect("part");
+    s.shutdown(std::net::Shutdown::Write).expect("half-close");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    // Every request settles once, answered or counted where it was abandoned, and the queue
+    // gauge comes back to 0 (bounded wait: 60 s).
+    let t = Instant::now();
+    loop {
+        let m = serve.metrics();
+        let settled = counted(&m, "spork_requests_total{model=\"sobel\"")
+            + counted(&m, "spork_requests_refused_total{");
+        let depth = counted(&m, "spork_queue_depth{model=\"sobel\"}");
+        if settled >= 21 && depth == 0 {
+            assert_eq!(settled, 21, "{m}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "not settled ({settled} of 21, depth {depth}): {m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_memory_budget_refuses_bodies_beyond_it_while_they_arrive() {
+    // Room for three 1.5 MB bodies of 4 MB budget: the third is refused mid-upload.
+    let serve = Serve::start("max_body = 2097152\nmemory_budget = 4194304\n", &[]);
+    let (body, len) = sobel_binary(6000, 256, r#"{"name":"magnitudes"}"#);
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(serve.http).expect("connect");
+        let head = format!(
+            "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\nInference-Header-Content-Length: {len}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).expect("head");
+        s.write_all(&body[..body.len() - 10]).expect("most of the body");
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
+    assert_eq!(status, 429, "{text}");
+    assert!(text.contains("budget"), "{text}");
+    drop(held);
+    let m = serve.metrics();
+    assert!(m.contains("spork_requests_refused_total{reason=\"rejected\"}"), "{m}");
+    // Once they are gone, the budget is free again.
+    let t = Instant::now();
+    loop {
+        let (status, _) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
+        if status == 200 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "the budget was not given back ({status})");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn protocol_details_hostile_clients_found() {
+    let serve = Serve::start("", &[]);
+    let (body, len) = sobel_binary(3, 8, r#"{"name":"magnitudes"}"#);
+    // The scheme is case-insensitive.
+    let lower = vec![
+        ("Authorization", format!("bearer {TOKEN}")),
+        ("Inference-Header-Content-Length", len.to_string()),
+    ];
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &lower, &body);
+    assert_eq!(status, 200, "{text}");
+    // An unknown output is refused before any work, over gRPC (INVALID_ARGUMENT = 3) as over HTTP.
+    let mut r = proto::ModelInferRequest::decode(sobel_message(3, 8).as_slice()).expect("decode");
+    r.outputs = vec![proto::model_infer_request::InferRequestedOutputTensor {
+        name: "nope".into(),
+        ..Default::default()
+    }];
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &r.encode_to_vec(), Some(TOKEN)));
+    assert_eq!(code, "3", "{msg}");
+    let (body, len) = sobel_binary(3, 8, r#"{"name":"nope"}"#);
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
+    assert_eq!(status, 400, "{text}");
+    // A deadline past a minute is refused.
+    let head = r#"{"inputs":[{"name":"image","datatype":"UINT8","shape":[3,3],"data":[1,2,3,4,5,6,7,8,9]}],"parameters":{"deadline_ms":3600000}}"#;
+    let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &[bearer()], head.as_bytes());
+    assert_eq!(status, 400, "{text}");
+    // A gRPC message over the body limit is refused by its length prefix: RESOURCE_EXHAUSTED (8).
+    let big = sobel_message(70_000, 256);
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &big, Some(TOKEN)));
+    assert_eq!(code, "8", "{msg}");
+}
