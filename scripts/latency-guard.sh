@@ -3,12 +3,17 @@
 # tritonclient.http and tritonclient.grpc, one request in flight; fails when one protocol's p50 is
 # over 3x the other's. Prints the machine, the commit and the table.
 #   scripts/latency-guard.sh [CALLS (default 500)]
+#   SPORK_BIN  a spork binary to measure instead of building the release one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/root/.cache/spork-target}"
 calls="${1:-500}"
-cargo build --release --locked -p spork >/dev/null
-spork="$CARGO_TARGET_DIR/release/spork"
+if [[ -n "${SPORK_BIN:-}" ]]; then
+    spork="$SPORK_BIN"
+else
+    cargo build --release --locked -p spork >/dev/null
+    spork="$CARGO_TARGET_DIR/release/spork"
+fi
 python="$(scripts/python-env.sh | tail -n1)"
 echo "machine: $(uname -srm); $(nproc) cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "commit:  $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"

@@ -13,6 +13,9 @@ use spork::serve::grpc::proto;
 
 const TOKEN: &str = "hostile-test-token-0123456789";
 const MIB: u64 = 1 << 20;
+/// The server's address-space cap: far above what it needs (threads reserve their stacks and
+/// allocator arenas), far below the machine.
+const AS_CAP: u64 = 8 << 30;
 
 /// A `spork serve` process on loopback ports.
 struct Serve {
@@ -26,12 +29,40 @@ struct Serve {
 impl Serve {
     /// Starts the server with sobel and bloom, a token, a 1 s grace and `limits` (TOML lines).
     fn start(limits: &str, extra: &[&str]) -> Serve {
+        Serve::start_with(limits, extra, None)
+    }
+
+    /// [`Serve::start`] with at most `nofile` open descriptors, if given.
+    fn start_with(limits: &str, extra: &[&str], nofile: Option<u64>) -> Serve {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = dir.path().join("token");
         std::fs::write(&token, TOKEN).expect("token");
         let config = dir.path().join("serve.toml");
         std::fs::write(&config, format!("[limits]\n{limits}\n")).expect("config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+        // SPORK_HOSTILE_BIN runs the attacks against another build (an older one, to see them land).
+        let bin = std::env::var_os("SPORK_HOSTILE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_spork").into());
+        let mut cmd = Command::new(bin);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit(2) only, between fork and exec. The address space is capped so that an
+        // attack that lands kills the server, not the machine.
+        unsafe {
+            cmd.pre_exec(move || {
+                let cap = |what, n: u64| {
+                    let lim = libc::rlimit { rlim_cur: n, rlim_max: n };
+                    if libc::setrlimit(what, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                };
+                cap(libc::RLIMIT_AS, AS_CAP)?;
+                match nofile {
+                    Some(n) => cap(libc::RLIMIT_NOFILE, n),
+                    None => Ok(()),
+                }
+            });
+        }
+        let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--models", "sobel,bloom"])
             .args(["--grace", "1s", "--io-threads", "1", "--scheduler", "cpu-dynamic"])
             .arg("--token-file")
@@ -75,6 +106,17 @@ impl Serve {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
         let kb = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
         kb.split_whitespace().nth(1).expect("kB").parse::<u64>().expect("kB") * 1024
+    }
+
+    /// CPU seconds the process has used (user + system).
+    fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).expect("stat");
+        let fields: Vec<&str> = stat.rsplit(')').next().expect("stat").split_whitespace().collect();
+        // utime and stime are fields 14 and 15; after the ')' the first field is the 3rd.
+        let ticks: u64 =
+            fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+        // SAFETY: sysconf has no preconditions.
+        ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
     }
 
     fn metrics(&self) -> String {
@@ -481,4 +523,35 @@ fn protocol_details_hostile_clients_found() {
     let big = sobel_message(70_000, 256);
     let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &big, Some(TOKEN)));
     assert_eq!(code, "8", "{msg}");
+}
+
+#[test]
+fn out_of_descriptors_the_accept_loop_backs_off_and_recovers() {
+    let serve = Serve::start_with("", &[], Some(96));
+    // Hold connections until the server has no descriptor left for another (EMFILE).
+    let mut held = Vec::new();
+    for _ in 0..200 {
+        match TcpStream::connect(serve.http) {
+            Ok(s) => held.push(s),
+            Err(_) => break,
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let before = serve.cpu_seconds();
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = serve.cpu_seconds() - before;
+    // Spinning on accept would burn a core: 2 s of CPU in these 2 s.
+    assert!(spent < 0.5, "{spent:.2} CPU seconds in 2 s at EMFILE");
+    drop(held);
+    let t = Instant::now();
+    loop {
+        let (status, _) = http1(serve.http, "GET", "/v2/health/ready", &[], &[]);
+        if status == 200 {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no recovery after the descriptors came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = serve.stderr.lock().expect("log");
+    assert!(log.contains("backing off"), "EMFILE was never hit: {log}");
 }

@@ -112,9 +112,9 @@ impl Drop for Reservation {
     }
 }
 
-/// Counts an inference request its client abandoned before the server took it (while its body
-/// arrived or was parsed): `refused{reason="cancelled"}`. Dropped with the request's future; a
-/// request that got an answer, or that the server took, is counted elsewhere.
+/// Counts an inference request the server did not take (counted by [`Reservation::set_counted`]):
+/// refused before it reached a pool, under the outcome its answer carried, or abandoned by its client
+/// while its body arrived or was parsed (`cancelled`). Dropped with the request's future.
 pub struct Abandoned<'a> {
     metrics: &'a super::metrics::Metrics,
     reservation: Arc<Reservation>,
@@ -127,9 +127,12 @@ impl<'a> Abandoned<'a> {
         Abandoned { metrics, reservation, answered: false }
     }
 
-    /// The request got an answer (counted by whoever made it).
-    pub fn answered(mut self) {
+    /// The request was answered: if the server did not take it, it was refused with `outcome`.
+    pub fn answered(mut self, outcome: &str) {
         self.answered = true;
+        if !self.reservation.is_counted() {
+            self.metrics.refused(outcome);
+        }
     }
 }
 

@@ -72,6 +72,28 @@ impl ServeError {
     }
 }
 
+/// The outcome label of an HTTP error status (what [`ServeError::outcome`] says of its error).
+pub fn outcome_of_http(status: u16) -> &'static str {
+    match status {
+        401 => "unauthorized",
+        429 => "rejected",
+        503 => "unavailable",
+        500..=599 => "failed",
+        _ => "invalid",
+    }
+}
+
+/// The outcome label of a gRPC status code.
+pub fn outcome_of_grpc(code: tonic::Code) -> &'static str {
+    match code {
+        tonic::Code::Unauthenticated => "unauthorized",
+        tonic::Code::ResourceExhausted => "rejected",
+        tonic::Code::Unavailable => "unavailable",
+        tonic::Code::Internal | tonic::Code::Unknown | tonic::Code::DeadlineExceeded => "failed",
+        _ => "invalid",
+    }
+}
+
 impl From<ServeError> for tonic::Status {
     fn from(e: ServeError) -> tonic::Status {
         let mut status = tonic::Status::new(e.grpc_code(), e.to_string());

@@ -12,7 +12,7 @@ use axum::middleware::{self, Next};
 use tonic::{Request, Response, Status};
 
 use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
-use super::error::ServeError;
+use super::error::{ServeError, outcome_of_grpc};
 use super::models::VERSION;
 use super::server::{InferRequest, Server};
 use super::tensor::Tensor;
@@ -88,7 +88,9 @@ async fn meter(
     }
     let watch = Abandoned::new(&s.metrics, reservation);
     let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
-    watch.answered();
+    // A refusal before the pool (tonic's own, or ours) is a trailers-only answer: its status is here.
+    let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse::<i32>().ok());
+    watch.answered(outcome_of_grpc(tonic::Code::from(code.unwrap_or(13))));
     response
 }
 
@@ -168,8 +170,8 @@ impl GrpcInferenceService for Service {
         &self,
         req: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
-        let (request, wanted) =
-            self.prepare(req).inspect_err(|e| self.server.metrics.refused(e.outcome()))?;
+        // A refusal here is counted by the budget layer, from its status.
+        let (request, wanted) = self.prepare(req)?;
         let answer = self.server.infer(request).await?;
         let chosen: Vec<&Tensor> = answer
             .outputs

@@ -14,7 +14,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
-use super::error::ServeError;
+use super::error::{ServeError, outcome_of_http};
 use super::json;
 use super::models::{Model, VERSION};
 use super::server::{InferRequest, InferResponse, Server};
@@ -57,7 +57,7 @@ async fn meter(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
     }
     let watch = Abandoned::new(&s.metrics, reservation);
     let response = next.run(Request::from_parts(parts, body)).await;
-    watch.answered();
+    watch.answered(outcome_of_http(response.status().as_u16()));
     response
 }
 
@@ -176,9 +176,8 @@ async fn run(
     version: Option<String>,
     req: Request,
 ) -> Result<Response, ServeError> {
-    // A request refused before it reaches a pool is counted here; the rest by the server.
-    let (request, outputs) =
-        prepare(s, model, version, req).await.inspect_err(|e| s.metrics.refused(e.outcome()))?;
+    // A request refused before it reaches a pool is counted by the budget layer, from its status.
+    let (request, outputs) = prepare(s, model, version, req).await?;
     let answer = s.infer(request).await?;
     respond(&answer, &outputs)
 }

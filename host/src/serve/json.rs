@@ -286,7 +286,8 @@ mod tests {
             format!(r#"{{"inputs":[{{"name":"x","datatype":"UINT8","shape":[11],"data":{:?}}}]}}"#, [0; 11]);
         let e = parse(data.as_bytes(), data.len(), 10).unwrap_err().to_string();
         assert!(e.contains("more items"), "{e}");
-        let many = format!(r#"{{"inputs":[{}]}}"#, vec!["{}"; 17].join(","));
+        let one = r#"{"name":"x","datatype":"UINT8","shape":[1],"data":[1]}"#;
+        let many = format!(r#"{{"inputs":[{}]}}"#, vec![one; 17].join(","));
         assert!(json(&many).unwrap_err().to_string().contains("more than 16"));
         let outs =
             format!(r#"{{"inputs":[],"outputs":[{}]}}"#, vec![r#"{"name":"magnitudes"}"#; 20_000].join(","));

@@ -520,8 +520,15 @@ impl Hosts {
             for l in &gone {
                 h.claimed[l.kind] = h.claimed[l.kind].saturating_sub(1);
             }
-            // Leases the host holds for us that we do not (lost while it was away): freed.
-            let stale: Vec<u64> = held.iter().filter(|l| !h.leases.contains_key(l)).copied().collect();
+            // Leases the host holds for us that we do not (lost while it was away): freed. Not while
+            // a slot is being configured there: its lease may be the host's before its reply is
+            // booked here (releasing it lost the job sent next: the hostile-worker tests caught it).
+            let claimed: u32 = Kind::ALL.iter().map(|&k| h.claimed[k]).sum();
+            let configuring = claimed as usize > h.leases.len();
+            let stale: Vec<u64> = match configuring {
+                true => Vec::new(),
+                false => held.iter().filter(|l| !h.leases.contains_key(l)).copied().collect(),
+            };
             let admissible = h.admissible(Instant::now());
             let joined = !h.up && admissible;
             h.up |= admissible;
