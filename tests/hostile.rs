@@ -94,11 +94,18 @@ impl Serve {
             let _ = child.kill();
             panic!("the server did not start: {}", stderr.lock().expect("log"))
         });
-        let addr = |after: &str| -> SocketAddr {
-            let rest = &line[line.find(after).expect("address") + after.len()..];
-            rest.split([',', ';']).next().expect("address").trim().parse().expect("address")
+        let addr = |after: &str| -> Option<SocketAddr> {
+            let rest = &line[line.find(after)? + after.len()..];
+            rest.split([',', ';']).next()?.trim().parse().ok()
         };
-        Serve { http: addr("HTTP on "), grpc: addr("gRPC on "), child, stderr, _dir: dir }
+        match (addr("HTTP on "), addr("gRPC on ")) {
+            (Some(http), Some(grpc)) => Serve { http, grpc, child, stderr, _dir: dir },
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no addresses in: {line}");
+            }
+        }
     }
 
     /// Peak resident memory so far (VmHWM), bytes.
@@ -201,7 +208,7 @@ fn repeated_outputs_cost_one_output_and_thousands_are_refused() {
     assert_eq!(status, 400, "{text}");
     assert!(text.contains("more than 16"), "{text}");
     // A few repeats are one output.
-    let three = vec![r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#; 3].join(",");
+    let three = [r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#; 3].join(",");
     let (body, len) = sobel_binary(3, 256, &three);
     let (status, text) = http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body);
     assert_eq!(status, 200, "{text}");
