@@ -179,6 +179,15 @@ fn http1(
     (status, text)
 }
 
+/// The head of a sobel infer request of `body_len` bytes, with the token (and the binary
+/// extension's JSON length, if given), kept open for more.
+fn infer_head(body_len: usize, json_len: Option<usize>) -> String {
+    let binary = json_len.map_or(String::new(), |n| format!("Inference-Header-Content-Length: {n}\r\n"));
+    format!(
+        "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {body_len}\r\nAuthorization: Bearer {TOKEN}\r\n{binary}\r\n"
+    )
+}
+
 fn bearer() -> (&'static str, String) {
     ("Authorization", format!("Bearer {TOKEN}"))
 }
@@ -362,6 +371,7 @@ fn a_zero_window_stream_cannot_hold_the_drain_open() {
     held.abort();
     let took = took
         .unwrap_or_else(|| panic!("still alive 20 s after SIGTERM: {}", serve.stderr.lock().expect("log")));
+    eprintln!("the server exited {took:?} after SIGTERM");
     assert!(took < Duration::from_secs(10), "exited after {took:?}");
 }
 
@@ -421,10 +431,7 @@ fn clients_that_leave_are_counted_once_and_leave_no_queue() {
             let (addr, body) = (serve.http, body.clone());
             std::thread::spawn(move || {
                 let mut s = TcpStream::connect(addr).expect("connect");
-                let head = format!(
-                    "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\nInference-Header-Content-Length: {len}\r\n\r\n",
-                    body.len()
-                );
+                let head = infer_head(body.len(), Some(len));
                 s.write_all(head.as_bytes()).expect("head");
                 s.write_all(&body).expect("body");
                 std::thread::sleep(Duration::from_millis(i));
@@ -437,10 +444,7 @@ fn clients_that_leave_are_counted_once_and_leave_no_queue() {
     // A body cut off mid-way is a bad request, not "too large".
     let mut s = TcpStream::connect(serve.http).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
-    let head = format!(
-        "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
-        body.len()
-    );
+    let head = infer_head(body.len(), None);
     s.write_all(head.as_bytes()).expect("head");
     s.write_all(&body[..1000]).expect("part");
     s.shutdown(std::net::Shutdown::Write).expect("half-close");
@@ -472,10 +476,7 @@ fn the_memory_budget_refuses_bodies_beyond_it_while_they_arrive() {
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut s = TcpStream::connect(serve.http).expect("connect");
-        let head = format!(
-            "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nAuthorization: Bearer {TOKEN}\r\nInference-Header-Content-Length: {len}\r\n\r\n",
-            body.len()
-        );
+        let head = infer_head(body.len(), Some(len));
         s.write_all(head.as_bytes()).expect("head");
         s.write_all(&body[..body.len() - 10]).expect("most of the body");
         held.push(s);

@@ -278,3 +278,44 @@ fn typed(t: &InferInputTensor) -> Result<Tensor, ServeError> {
     };
     Tensor::from_values(&t.name, &t.datatype, &t.shape, &values)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Any tensor a client can send (raw or typed, any datatype name, any shape) converts to a
+        /// tensor whose bytes are exactly its shape's, or is refused; never a panic.
+        #[test]
+        fn any_request_converts_exactly_or_is_refused(
+            shape in vec(-3i64..70_000, 0..4),
+            raw in vec(any::<u8>(), 0..64),
+            uints in vec(any::<u32>(), 0..32),
+            ints in vec(any::<i32>(), 0..32),
+            datatype in 0usize..6,
+            use_raw in any::<bool>(),
+        ) {
+            let names = ["UINT8", "UINT16", "UINT32", "INT16", "FP32", ""];
+            let contents = InferTensorContents { uint_contents: uints, int_contents: ints, ..Default::default() };
+            let t = InferInputTensor {
+                name: "x".into(),
+                datatype: names[datatype].into(),
+                shape,
+                parameters: HashMap::new(),
+                contents: Some(contents),
+            };
+            let raw_input_contents = if use_raw { vec![raw] } else { Vec::new() };
+            let r = ModelInferRequest { inputs: vec![t], raw_input_contents, ..Default::default() };
+            if let Ok(tensors) = inputs(&r) {
+                for t in tensors {
+                    let elements = t.shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+                    prop_assert_eq!(Some(t.data.len() as u64), elements.map(|e| e * t.datatype.size() as u64));
+                }
+            }
+        }
+    }
+}
