@@ -158,20 +158,28 @@ fn a_lagging_board_sheds_its_backlog_and_the_run_ends_after_its_trace() {
     assert_eq!(n("answered") + n("rejected"), n("offered"), "{r}");
 }
 
-/// A production experiment named in --only with nothing to replay says why, not "cannot write results:
-/// No such file or directory" (what it said before).
-#[test]
-fn a_production_experiment_with_nothing_to_replay_says_why() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let azure = dir.path().join("azure");
+/// The test corpus's Azure folder copied into `dir/azure`, each file's text passed through `edit`.
+fn azure_corpus(dir: &Path, edit: impl Fn(&str) -> String) -> std::path::PathBuf {
+    let azure = dir.join("azure");
     std::fs::create_dir(&azure).expect("mkdir");
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/corpus/azure");
     for entry in std::fs::read_dir(corpus).expect("corpus") {
         let path = entry.expect("entry").path();
         let text = std::fs::read_to_string(&path).expect("read");
-        let header = text.lines().next().expect("a header line");
-        std::fs::write(azure.join(path.file_name().expect("name")), format!("{header}\n")).expect("write");
+        std::fs::write(azure.join(path.file_name().expect("name")), edit(&text)).expect("write");
     }
+    azure
+}
+
+/// A production experiment named in --only with nothing to replay says why, not "cannot write results:
+/// No such file or directory" (what it said before).
+#[test]
+fn a_production_experiment_with_nothing_to_replay_says_why() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let azure = azure_corpus(dir.path(), |text| {
+        let header = text.lines().next().expect("a header line");
+        format!("{header}\n")
+    });
     let out = dir.path().join("out").to_string_lossy().into_owned();
     let az = azure.to_string_lossy().into_owned();
     let args = ["reproduce", "--quick", "--only", "table8", "--out", &out];
@@ -207,13 +215,7 @@ fn special_files_and_bad_bytes_are_refused_as_inputs() {
 #[test]
 fn production_dataset_files_are_checked_as_every_input_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let azure = dir.path().join("azure");
-    std::fs::create_dir(&azure).expect("mkdir");
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/corpus/azure");
-    for entry in std::fs::read_dir(corpus).expect("corpus") {
-        let path = entry.expect("entry").path();
-        std::fs::copy(&path, azure.join(path.file_name().expect("name"))).expect("copy");
-    }
+    let azure = azure_corpus(dir.path(), str::to_string);
     let out = dir.path().join("out").to_string_lossy().into_owned();
     let az = azure.to_string_lossy().into_owned();
     let args = ["reproduce", "--quick", "--only", "table8", "--out", &out, "--azure", &az];

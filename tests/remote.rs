@@ -66,16 +66,7 @@ fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
     rt.block_on(async {
         let ch = Endpoint::from_shared(format!("http://{}", h.addr)).unwrap().connect().await.unwrap();
         let mut c = WorkerClient::new(ch);
-        let req = pb::ConfigureRequest {
-            session: 9,
-            kind: pb::SlotKind::Cpu as i32,
-            kernel: "sobel".into(),
-            image_seed: 3,
-            items_per_sec: CAL.items_per_sec,
-            clock_hz: CAL.clock_hz,
-            items_per_cycle: 1.0,
-            ..Default::default()
-        };
+        let req = configure_request(9);
         let lease = c.configure(req).await.expect("configured").into_inner().lease;
         let job = pb::Job { session: 9, lease, id: 7, payload: Some((&payload).into()) };
         let mut answers = Vec::new();
