@@ -78,7 +78,10 @@ mod xrt {
     /// The tests' loopback XRT (tests/xrt_loopback): a libxrt_coreutil.so.2 exporting the calls the
     /// binding makes, backed by the Verilated kernels. Tests put its folder on LD_LIBRARY_PATH.
     fn loopback(out: &std::path::Path) {
-        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/xrt_loopback/loopback.cpp");
+        // Read when the script runs, not when it was compiled: a cached build script may come from
+        // a checkout at another path.
+        let manifest = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+        let src = PathBuf::from(manifest).join("../tests/xrt_loopback/loopback.cpp");
         println!("cargo:rerun-if-changed={}", src.display());
         let dir = out.join("xrt-loopback");
         std::fs::create_dir_all(&dir)
