@@ -9,7 +9,7 @@ fn main() {
     // The Open Inference Protocol's gRPC service (`spork serve`) and the worker API (`spork worker`),
     // parsed by protox (a protobuf compiler in Rust), so building needs no system `protoc`.
     // The inference service decodes with a codec that bounds a request's counts before decoding it.
-    let bounded = "crate::serve::grpc::codec::BoundedCodec";
+    let bounded = "crate::oip::codec::BoundedCodec";
     for (file, codec) in [("proto/inference.proto", Some(bounded)), ("proto/worker.proto", None)] {
         let descriptors = protox::compile([file], ["proto"])
             .unwrap_or_else(|e| panic!("\n\nspork: cannot parse {file}: {e:?}\n\n"));

@@ -156,10 +156,25 @@ fn config_overrides_change_the_outcome() {
 }
 
 #[test]
-fn bench_reports_a_rate() {
-    let o = spork(&["bench", "--duration", "2m", "--json"]);
-    let v = json(&o);
-    assert!(v[0]["requests_per_s"].as_f64().unwrap() > 0.0);
+fn bench_reports_the_rate_of_the_run_it_timed() {
+    // Bench's trace is the generator's with 100 workers (simulate's default): the same flags give
+    // simulate the same trace, and the same scheduler the same run.
+    let flags = ["--duration", "2m", "--size", "10ms", "--burstiness", "0.6", "--seed", "1"];
+    let bench = json(&spork(&[&["bench", "--scheduler", "spork-e", "--json"][..], &flags[..]].concat()));
+    let sim = json(&spork(&[&["simulate", "--scheduler", "spork-e", "--json"][..], &flags[..]].concat()));
+    let rows = bench.as_array().expect("bench's JSON is an array of rows");
+    assert_eq!(rows.len(), 1, "one row per scheduler: {bench}");
+    let (row, report) = (&rows[0], &sim["reports"][0]);
+    let field = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    assert_eq!(row["scheduler"], report["scheduler"], "the same scheduler");
+    let (requests, events, wall) = (field(row, "requests"), field(row, "events"), field(row, "best_wall_s"));
+    assert_eq!(requests, field(report, "requests"), "bench timed the trace simulate runs: {row} {report}");
+    assert_eq!(events, field(report, "events"), "and the same run, event for event: {row} {report}");
+    assert!(requests > 0.0 && events >= requests, "every request is at least its arrival's event: {row}");
+    assert!(wall.is_finite() && wall > 0.0, "a timed run took some time: {row}");
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(field(row, "requests_per_s"), requests / wall), "requests over the timed wall time: {row}");
+    assert!(close(field(row, "events_per_s"), events / wall), "events over the timed wall time: {row}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prost::Message;
-use spork::serve::grpc::proto;
+use spork::oip::proto;
 
 const TOKEN: &str = "hostile-test-token-0123456789";
 const MIB: u64 = 1 << 20;

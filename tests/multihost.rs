@@ -219,11 +219,13 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     let mut workers = Procs((0..3).map(|i| start_worker(&net, i, dir.path())).collect());
     let d = |f: &str| dir.path().join(f).display().to_string();
     let http = "127.0.0.1:18400";
+    let drain_report = dir.path().join("drain.json");
     let mut serve = Command::new(SPORK)
         .args(["serve", "--http", http, "--grpc", "127.0.0.1:18401", "--models", "sobel"])
         .args(["--worker", &net.addr(0), "--worker", &net.addr(1), "--worker", &net.addr(2)])
         .args(["--worker-tls-cert", &d("scheduler.pem"), "--worker-tls-key", &d("scheduler.key")])
         .args(["--worker-tls-ca", &ca.pem.display().to_string(), "--grace", "10s"])
+        .args(["--report-json", &drain_report.display().to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -301,21 +303,23 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     eprintln!("load: {report}\nserve: {err}");
     assert!(errors.keys().all(|k| k == "http 429"), "requests lost or failed: {errors:?}");
     assert_eq!(ok + refused, sent, "every request answered or refused");
-    // The server's own count: each request answered or refused once.
-    let line = err.lines().find(|l| l.starts_with("sobel:")).expect("the pool's report");
-    let n = |word: &str| -> u64 {
-        let before = line.split(word).next().unwrap();
-        before.split_whitespace().last().unwrap().trim_start_matches('(').parse().unwrap()
-    };
+    // The server's own count (its drain report, --report-json): each request answered or refused once.
+    let text = std::fs::read_to_string(&drain_report).expect("serve wrote its drain report");
+    let drained: serde_json::Value = serde_json::from_str(&text).expect("the drain report is JSON");
+    let pool = &drained["sobel"];
+    let n = |field: &str| pool[field].as_u64().unwrap_or_else(|| panic!("no count {field} in {pool}"));
     // Beyond the load's: the start-up probe and tritonclient's request.
-    assert_eq!(n(" answered"), ok + 2, "{line}");
-    assert_eq!(n(" rejected"), refused, "{line}");
-    assert_eq!(n(" refused at the drain"), 0, "{line}");
+    assert_eq!(n("answered"), ok + 2, "{pool}");
+    assert_eq!(n("rejected"), refused, "{pool}");
+    assert_eq!(n("rejected_at_stop"), 0, "none refused at the drain: {pool}");
+    assert_eq!(n("offered"), n("answered") + n("rejected"), "each request taken settled once: {pool}");
+    assert_eq!(n("answered"), n("answered_cpu") + n("answered_fpga"), "each answer on one kind: {pool}");
+    assert_eq!(n("mismatches"), 0, "no worker host's answer was refused: {pool}");
     // The server's report counts the re-runs and the lost workers, as its metrics do.
-    let reruns = n(" re-run after");
-    assert!(reruns >= 1, "{line}");
-    assert_eq!(reruns as f64, get(&after, "spork_request_reruns{model=\"sobel\"}"), "{line}");
-    assert!(n(" workers lost") >= 2, "{line}");
+    let reruns = n("redispatched");
+    assert!(reruns >= 1, "{pool}");
+    assert_eq!(reruns as f64, get(&after, "spork_request_reruns{model=\"sobel\"}"), "{pool}");
+    assert!(n("workers_lost") >= 2, "{pool}");
     // The losses were seen, failed through the engine and re-run; the hosts came back.
     assert!(get(&after, "spork_worker_hosts_lost") >= 3.0, "{after:?}");
     assert!(get(&mid, "spork_workers_lost{model=\"sobel\"}") >= 2.0, "{mid:?}");

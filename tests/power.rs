@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use spork::power::{AlveoSysfs, Modelled, PowerError, PowerMeter, Rapl, detect, parse_xbutil_power};
+use spork::backend::power::{AlveoSysfs, Modelled, PowerError, PowerMeter, Rapl, detect, parse_xbutil_power};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures")

@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::SeedableRng;
+use spork::backend::Board;
+use spork::backend::calibrate::Calibration;
+use spork::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
+use spork::backend::{Backend, BackendError};
+use spork::datapath::work::KernelImage;
 use spork::model::{Kind, Platform};
-use spork::runtime::Board;
-use spork::runtime::backend::remote::wire::pb::worker_client::WorkerClient;
-use spork::runtime::backend::remote::wire::{self, API_VERSION, SPORK_VERSION, pb};
-use spork::runtime::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
-use spork::runtime::backend::{Backend, BackendError};
-use spork::runtime::calibrate::Calibration;
-use spork::runtime::work::KernelImage;
+use spork::worker_api::wire::pb::worker_client::WorkerClient;
+use spork::worker_api::wire::{self, API_VERSION, SPORK_VERSION, pb};
 use spork::worker_host::{self, HostConfig, Offer, RunningHost};
 use spork_golden::Kernel;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
@@ -80,7 +80,7 @@ fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
         let want = image.reference(&payload).unwrap();
         match &answers[0].result {
             Some(pb::job_result::Result::Output(o)) => {
-                assert_eq!(spork::runtime::work::Output::try_from(o.clone()).unwrap(), want)
+                assert_eq!(spork::datapath::work::Output::try_from(o.clone()).unwrap(), want)
             }
             other => panic!("not an output: {other:?}"),
         }
@@ -138,7 +138,7 @@ fn a_lease_answers_only_the_session_that_took_it() {
         match answer(&mut c, own).await.result {
             Some(pb::job_result::Result::Output(o)) => {
                 let want = image.reference(&payload).unwrap();
-                assert_eq!(spork::runtime::work::Output::try_from(o).unwrap(), want);
+                assert_eq!(spork::datapath::work::Output::try_from(o).unwrap(), want);
             }
             other => panic!("the lease's own job: {other:?}"),
         }

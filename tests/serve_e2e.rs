@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rand::SeedableRng;
+use spork::backend::Board;
+use spork::datapath::work::{KernelImage, Output, Payload, Work};
 use spork::engine::Plan;
 use spork::policy::Scheduler;
-use spork::runtime::Board;
-use spork::runtime::work::{KernelImage, Output, Payload, Work};
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 

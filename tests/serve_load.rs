@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
+use spork::backend::Board;
 use spork::engine::Plan;
+use spork::live::{Fault, FaultPlan, PoolReport};
 use spork::load::{LoadConfig, LoadReport, Protocol};
 use spork::model::time::{from_secs, to_secs};
 use spork::policy::{Objective, Scheduler};
-use spork::runtime::{Board, Fault, FaultPlan, RunReport};
 use spork::serve::{Kernelled, Limits, Running, ServeConfig};
 use spork_golden::Kernel;
 
@@ -46,7 +47,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
 /// `seconds` of bursty load at `rate` requests/s of `size_ms` of CPU time each.
 fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, size_ms: f64) -> LoadConfig {
     let requests =
-        spork::runtime::trace::bursty(from_secs(seconds), rate, 0.65, from_secs(size_ms / 1e3), 0.0, 9)
+        spork::run::trace::bursty(from_secs(seconds), rate, 0.65, from_secs(size_ms / 1e3), 0.0, 9)
             .expect("trace");
     LoadConfig {
         target,
@@ -68,7 +69,7 @@ fn send(cfg: LoadConfig) -> LoadReport {
     rt.block_on(spork::load::run(cfg)).expect("load")
 }
 
-fn pool_report(running: Running) -> RunReport {
+fn pool_report(running: Running) -> PoolReport {
     let mut reports = running.drain();
     reports.pop().and_then(|(_, r)| r).expect("the pool's report")
 }

@@ -14,15 +14,15 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
+use spork::backend::Board;
+use spork::backend::calibrate::Calibration;
+use spork::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
+use spork::backend::{Backend, CpuWorker};
+use spork::datapath::work::KernelImage;
 use spork::engine::{Engine, Plan};
 use spork::model::time::from_secs;
 use spork::model::{Kind, Platform, Request, Time};
 use spork::policy::Scheduler;
-use spork::runtime::Board;
-use spork::runtime::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
-use spork::runtime::backend::{Backend, CpuWorker};
-use spork::runtime::calibrate::Calibration;
-use spork::runtime::work::KernelImage;
 use spork::worker_host::{self, HostConfig, Offer, RunningHost};
 use spork_golden::Kernel;
 

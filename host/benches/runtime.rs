@@ -12,15 +12,15 @@ use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
+use spork::backend::power::{Modelled, PowerMeter};
+use spork::backend::{Backend, CpuWorker, SimBoardSlot};
+use spork::datapath::work::{Input, KernelImage, Payload, Work};
 use spork::engine::{Engine, Plan};
+use spork::live::Clock;
+use spork::live::worker::{Event, JobMsg, Worker};
 use spork::model::time::from_secs;
 use spork::model::{Platform, Request, Time, WorkerId};
 use spork::policy::Scheduler;
-use spork::power::{Modelled, PowerMeter};
-use spork::runtime::Clock;
-use spork::runtime::backend::{Backend, CpuWorker, SimBoardSlot};
-use spork::runtime::work::{Input, KernelImage, Payload, Work};
-use spork::runtime::worker::{Event, JobMsg, Worker};
 use spork_golden::Kernel;
 
 #[path = "support/fixed.rs"]
@@ -167,7 +167,7 @@ impl Measurement for Energy {
 }
 
 fn energy_meter() -> Box<dyn PowerMeter> {
-    let mut found = spork::power::detect(std::path::Path::new("/sys"));
+    let mut found = spork::backend::power::detect(std::path::Path::new("/sys"));
     if found.is_empty() {
         let busy = Platform::default().cpu.busy_power_w;
         Box::new(Modelled::new("one busy CPU worker (no sensor on this machine)", busy))

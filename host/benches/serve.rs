@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use spork::backend::Board;
+use spork::datapath::work::Payload;
 use spork::engine::Plan;
 use spork::load::Protocol;
 use spork::load::body::tensor;
 use spork::policy::Scheduler;
-use spork::runtime::Board;
-use spork::runtime::work::Payload;
 use spork::serve::budget::Reservation;
 use spork::serve::server::{InferRequest, Server};
 use spork::serve::tensor::Tensor;

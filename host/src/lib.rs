@@ -18,21 +18,21 @@
 //! - [`bitstream`]: manifests of what a worker can be configured with, and the RTL tool steps.
 #![warn(missing_docs)]
 
-pub mod bitstream;
+pub mod backend;
 pub mod config;
+pub mod datapath;
 pub mod engine;
 pub mod evaluate;
-#[cfg(feature = "f1")]
-pub mod f1;
 pub mod input;
+pub mod live;
 pub mod load;
 pub mod model;
+pub mod oip;
 pub mod optimal;
 pub mod policy;
-pub mod power;
 pub mod reproduce;
-pub mod runtime;
+pub mod run;
 pub mod serve;
 pub mod trace;
+pub mod worker_api;
 pub mod worker_host;
-pub mod xrt;

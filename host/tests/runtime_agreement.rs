@@ -13,12 +13,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use spork::backend::{Board, Calibration};
+use spork::datapath::work::KernelImage;
 use spork::engine::Plan;
 use spork::model::time::from_secs;
 use spork::model::{PerKind, Platform, Request};
 use spork::policy::{Caps, Scheduler};
-use spork::runtime::work::KernelImage;
-use spork::runtime::{Board, Calibration, RunConfig, RunReport, run};
+use spork::run::run;
+use spork::run::{RunConfig, RunReport};
 use spork_golden::Kernel;
 
 /// One live run at a time: two at once on two cores would make each other's CPU threads miss.
@@ -34,12 +36,10 @@ fn live(
 ) -> RunReport {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 9));
-    let cfg = RunConfig {
-        kernel_timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(1),
-        board,
-        ..RunConfig::new(platform, plan, image, c, requests.to_vec(), from_secs(seconds))
-    };
+    let mut cfg = RunConfig::new(platform, plan, image, c, requests.to_vec(), from_secs(seconds));
+    cfg.pool.kernel_timeout = Duration::from_secs(30);
+    cfg.pool.grace = Duration::from_secs(1);
+    cfg.pool.board = board;
     run(cfg).expect("runtime")
 }
 
@@ -89,8 +89,8 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
     let c = Calibration { items_per_sec: image.calibrate(100_000), clock_hz: 100e6, items_per_cycle: 1.0 };
     let platform = c.apply(platform, true);
     let seconds = 8.0;
-    let requests = spork::runtime::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 0.0, 11)
-        .expect("trace");
+    let requests =
+        spork::run::trace::bursty(from_secs(seconds), 120.0, 0.65, from_secs(0.001), 0.0, 11).expect("trace");
     for name in ["spork-e", "spork-e-ideal"] {
         let plan = Plan { seed: 11, ..Plan::new(name.parse::<Scheduler>().expect("scheduler")) };
         let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
@@ -117,7 +117,7 @@ fn an_overloaded_board_rejects_as_predicted() {
     let (seconds, size) = (3.0, 0.0001);
     let rate = 1.5 / (size / c.speedup());
     let requests =
-        spork::runtime::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
+        spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
     let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
     let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
     agree("fpga-dynamic on one board", &r, requests.len());

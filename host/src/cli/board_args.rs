@@ -8,8 +8,8 @@ use std::time::Duration;
 #[cfg(feature = "f1")]
 use anyhow::Context;
 use anyhow::bail;
-use spork::bitstream::Target;
-use spork::runtime::Board;
+use spork::backend::Board;
+use spork::backend::bitstream::Target;
 use spork_golden::Kernel;
 
 /// `--board`: what the FPGA workers are.
@@ -120,7 +120,7 @@ pub fn board(which: BoardArg, real: &RealBoard, kernel: Kernel, timeout: Duratio
 
 #[cfg(feature = "xrt")]
 fn alveo(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
-    use spork::xrt::preflight;
+    use spork::backend::xrt::preflight;
     let Some(xclbin) = for_kernel(&real.xclbin, kernel)?.map(PathBuf::from) else {
         bail!(
             "--board alveo needs an xclbin for {kernel}: --xclbin FILE or --xclbin {kernel}=FILE (built by scripts/build-xclbin.sh)"
@@ -137,7 +137,7 @@ fn alveo(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<
     if let Some(alt) = &alternate {
         preflight::xclbin(alt)?;
     }
-    Ok(Board::Alveo(spork::runtime::backend::AlveoConfig { device, xclbin, alternate, sys, timeout }))
+    Ok(Board::Alveo(spork::backend::AlveoConfig { device, xclbin, alternate, sys, timeout }))
 }
 
 #[cfg(not(feature = "xrt"))]
@@ -150,7 +150,7 @@ fn alveo(_: &RealBoard, _: Kernel, _: Duration) -> anyhow::Result<Board> {
 
 #[cfg(feature = "f1")]
 fn f1(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
-    use spork::bitstream::{Manifest, manifest_path};
+    use spork::backend::bitstream::{Manifest, manifest_path};
     let agfi = match for_kernel(&real.agfi, kernel)? {
         Some(a) => a,
         None => {
@@ -162,17 +162,11 @@ fn f1(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Boa
                 .with_context(|| format!("{} has no agfi (scripts/build-afi.sh writes it)", path.display()))?
         }
     };
-    spork::f1::check_agfi(&agfi)?;
+    spork::backend::f1::check_agfi(&agfi)?;
     let sys = real.sys();
-    spork::f1::slots(&sys)?;
+    spork::backend::f1::slots(&sys)?;
     let xclbin = for_kernel(&real.xclbin, kernel)?.map(PathBuf::from);
-    Ok(Board::F1(spork::runtime::backend::F1Config {
-        slot: real.slot.unwrap_or(0),
-        agfi,
-        xclbin,
-        sys,
-        timeout,
-    }))
+    Ok(Board::F1(spork::backend::F1Config { slot: real.slot.unwrap_or(0), agfi, xclbin, sys, timeout }))
 }
 
 #[cfg(not(feature = "f1"))]

@@ -1,14 +1,16 @@
-//! `spork brownout`: the brownout reference scenario under one or all controllers.
+//! `spork brownout`: the brownout reference scenario under one or all controllers. The runs, their
+//! means, the per-period CSV and the plots are the brownout experiment's comparison
+//! ([`spork::reproduce::experiments::brownout`]); here are the flags, the work budget, the files and
+//! the table.
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
-use rayon::prelude::*;
-use serde::Serialize;
-use spork::evaluate::brownout::{Outcome, Scenario, run};
+use spork::evaluate::brownout::Scenario;
 use spork::model::time::to_secs;
 use spork::policy::brownout::ControllerKind;
-use spork::reproduce::plot::{Chart, Series, render};
-use std::path::PathBuf;
+use spork::reproduce::experiments::brownout::{Comparison, Seeds, Summary};
+use spork::reproduce::plot::render;
+use std::path::{Path, PathBuf};
 
 /// Options of `spork brownout`.
 #[derive(clap::Args, Debug)]
@@ -43,26 +45,42 @@ pub struct Args {
 /// controllers x 5 seeds x 20 min) is about 8; a thousand is hours of computing on two cores.
 const BUDGET_HOURS: f64 = 1_000.0;
 
-#[derive(Serialize)]
-struct Row {
-    controller: String,
-    runs: usize,
-    iae: f64,
-    periods_over: f64,
-    requests_over: f64,
-    optional_ratio: f64,
-    p95_s: f64,
-    p99_s: f64,
-    max_s: f64,
-}
-
 /// Runs `spork brownout`.
 pub fn run_cmd(a: Args) -> anyhow::Result<()> {
-    let kinds: Vec<ControllerKind> = if a.controller == "all" {
-        ControllerKind::ALL.to_vec()
-    } else {
-        vec![a.controller.parse::<ControllerKind>().map_err(|e| anyhow::anyhow!("{e}, or all"))?]
-    };
+    let kinds = controllers(&a.controller)?;
+    check(&a, &kinds)?;
+    let scenario =
+        Scenario { duration_s: to_secs(a.duration), setpoint_s: a.setpoint, ..Scenario::default() };
+    let comparison = Comparison::run(scenario, &kinds, Seeds { first: a.seed, count: a.seeds });
+    let rows = comparison.summaries();
+    if let Some(dir) = &a.out {
+        write_files(dir, &comparison, &rows)?;
+    }
+    if a.json {
+        out!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    out!(
+        "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s); gate at first service; percentiles linear between closest ranks",
+        a.setpoint,
+        comparison.scenario.duration_s,
+        a.seeds
+    );
+    out!("{}", table(&rows));
+    Ok(())
+}
+
+/// The controllers `--controller` names: one, or `all`.
+fn controllers(name: &str) -> anyhow::Result<Vec<ControllerKind>> {
+    if name == "all" {
+        return Ok(ControllerKind::ALL.to_vec());
+    }
+    Ok(vec![name.parse::<ControllerKind>().map_err(|e| anyhow::anyhow!("{e}, or all"))?])
+}
+
+/// Refuses settings out of range, work beyond the budget without `--force`, and an `--out` that is
+/// a file; notes earlier results that `--out` will replace.
+fn check(a: &Args, kinds: &[ControllerKind]) -> anyhow::Result<()> {
     if !a.setpoint.is_finite() || a.setpoint <= 0.0 || a.seeds == 0 || a.duration == 0 {
         anyhow::bail!("--setpoint, --seeds and --duration must be above 0");
     }
@@ -76,103 +94,34 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
             to_secs(a.duration)
         );
     }
-    if let Some(dir) = &a.out {
-        if dir.exists() && !dir.is_dir() {
-            anyhow::bail!(
-                "--out {}: a file is there, not a folder\n  fix: name a folder (it is created)",
-                dir.display()
-            );
-        }
-        if dir.join("brownout.json").exists() {
-            eprintln!("note: {} holds earlier brownout results: they will be replaced", dir.display());
-        }
+    let Some(dir) = &a.out else { return Ok(()) };
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(
+            "--out {}: a file is there, not a folder\n  fix: name a folder (it is created)",
+            dir.display()
+        );
     }
-    let scenario =
-        Scenario { duration_s: to_secs(a.duration), setpoint_s: a.setpoint, ..Scenario::default() };
-    let jobs: Vec<(ControllerKind, u64)> =
-        kinds.iter().flat_map(|&k| (0..a.seeds).map(move |s| (k, a.seed.wrapping_add(s)))).collect();
-    let outcomes: Vec<Outcome> = jobs.par_iter().map(|&(k, s)| run(&scenario, k, s)).collect();
-    let rows: Vec<Row> = kinds
-        .iter()
-        .map(|k| {
-            let os: Vec<&Outcome> = outcomes.iter().filter(|o| o.controller == k.name()).collect();
-            let mean = |f: fn(&Outcome) -> f64| os.iter().map(|o| f(o)).sum::<f64>() / os.len().max(1) as f64;
-            Row {
-                controller: k.name().to_string(),
-                runs: os.len(),
-                iae: mean(|o| o.iae),
-                periods_over: mean(|o| o.periods_over),
-                requests_over: mean(|o| o.requests_over),
-                optional_ratio: mean(|o| o.optional_ratio),
-                p95_s: mean(|o| o.p95_s),
-                p99_s: mean(|o| o.p99_s),
-                max_s: mean(|o| o.max_s),
-            }
-        })
-        .collect();
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("--out {}: cannot create the folder", dir.display()))?;
-        let first: Vec<&Outcome> = kinds
-            .iter()
-            .filter_map(|k| outcomes.iter().find(|o| o.controller == k.name() && o.seed == a.seed))
-            .collect();
-        let mut charts = Vec::new();
-        let mut csv = String::from("controller,t_s,p95_optional_s,knob\n");
-        for o in &first {
-            let p95: Vec<(f64, f64)> =
-                o.samples.iter().filter_map(|s| s.p95_optional.map(|y| (s.t, y))).collect();
-            let knob: Vec<(f64, f64)> = o.samples.iter().map(|s| (s.t, s.knob.min(200.0))).collect();
-            for s in &o.samples {
-                csv.push_str(&format!(
-                    "{},{},{},{}\n",
-                    o.controller,
-                    s.t,
-                    s.p95_optional.map_or(String::new(), |v| v.to_string()),
-                    s.knob
-                ));
-            }
-            let setpoint = vec![(0.0, a.setpoint), (scenario.duration_s, a.setpoint)];
-            charts.push(Chart {
-                title: format!("{}: p95 of optional-served responses (seed {})", o.controller, o.seed),
-                x_label: "time (s)".into(),
-                y_label: "seconds".into(),
-                series: vec![
-                    Series { name: "p95".into(), points: p95 },
-                    Series { name: "set-point".into(), points: setpoint },
-                ],
-                log_y: true,
-            });
-            charts.push(Chart {
-                title: format!("{}: gate setting", o.controller),
-                x_label: "time (s)".into(),
-                y_label: if o.controller == "dimmer" {
-                    "dimmer value".into()
-                } else {
-                    "queue threshold".into()
-                },
-                series: vec![Series { name: "setting".into(), points: knob }],
-                log_y: false,
-            });
-        }
-        render(&charts, 2, &dir.join("brownout"))?;
-        let write = |name: &str, text: String| {
-            let p = dir.join(name);
-            std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
-        };
-        write("brownout_periods.csv", csv)?;
-        write("brownout.json", serde_json::to_string_pretty(&rows)?)?;
+    if dir.join("brownout.json").exists() {
+        eprintln!("note: {} holds earlier brownout results: they will be replaced", dir.display());
     }
-    if a.json {
-        out!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    out!(
-        "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s); gate at first service; percentiles linear between closest ranks",
-        a.setpoint,
-        scenario.duration_s,
-        a.seeds
-    );
+    Ok(())
+}
+
+/// Writes the plots of the traced runs (PNG and SVG), their per-period CSV and the rows as JSON.
+fn write_files(dir: &Path, comparison: &Comparison, rows: &[Summary]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out {}: cannot create the folder", dir.display()))?;
+    render(&comparison.charts(), 2, &dir.join("brownout"))?;
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+    };
+    write("brownout_periods.csv", comparison.periods_csv())?;
+    write("brownout.json", serde_json::to_string_pretty(rows)?)
+}
+
+/// The rows as a table, figures right-aligned.
+fn table(rows: &[Summary]) -> Table {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED);
     t.set_header([
@@ -185,9 +134,9 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         "p99 s",
         "max s",
     ]);
-    for r in &rows {
+    for r in rows {
         let cells = [
-            r.controller.clone(),
+            r.controller.name().to_string(),
             format!("{:.1}", r.iae),
             format!("{:.1}%", r.periods_over * 100.0),
             format!("{:.2}%", r.requests_over * 100.0),
@@ -200,6 +149,5 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
             if i > 0 { Cell::new(c).set_alignment(CellAlignment::Right) } else { Cell::new(c) }
         }));
     }
-    out!("{t}");
-    Ok(())
+    t
 }

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use spork::backend::Board;
+use spork::backend::crosscheck::CrossCheck;
 use spork::engine::Plan;
+use spork::live::PoolReport;
 use spork::load::{LoadReport, Protocol};
 use spork::policy::Scheduler;
-use spork::runtime::backend::crosscheck::CrossCheck;
-use spork::runtime::{Board, RunReport};
 use spork::serve::{Kernelled, Limits, ServeConfig};
 
 use super::live_trace::LiveTrace;
@@ -87,7 +88,7 @@ fn one(
     s: Scheduler,
     protocol: Protocol,
     check: Option<&Arc<CrossCheck>>,
-) -> anyhow::Result<(LoadReport, Option<RunReport>)> {
+) -> anyhow::Result<(LoadReport, Option<PoolReport>)> {
     let cfg = ServeConfig {
         http: "127.0.0.1:0".parse()?,
         grpc: "127.0.0.1:0".parse()?,

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use spork::xrt::preflight;
+use spork::backend::xrt::preflight;
 
 /// Options of `spork devices`.
 #[derive(clap::Args, Debug)]

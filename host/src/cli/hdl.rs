@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args as ClapArgs, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
-use spork::bitstream::{self, Manifest, Role, Target};
+use spork::backend::bitstream::{self, Manifest, Role, Target};
 use spork_sim::Model;
 use spork_sim::measure::standard_workload;
 

@@ -87,7 +87,7 @@ impl LiveTrace {
         if !(1.0..=3600.0).contains(&secs) {
             bail!("--duration must be between 1 s and 1 h for a live run");
         }
-        let reqs = spork::runtime::trace::bursty(
+        let reqs = spork::run::trace::bursty(
             args.duration,
             args.rate,
             args.burstiness,

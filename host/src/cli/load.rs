@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use spork::datapath::work::KernelImage;
 use spork::load::{LoadConfig, LoadReport, Protocol};
-use spork::runtime::work::KernelImage;
 use spork_golden::Kernel;
 
 use super::live_trace::LiveTrace;

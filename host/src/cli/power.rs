@@ -19,7 +19,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.over == 0 {
         anyhow::bail!("--over must be above 0 (e.g. 1s)");
     }
-    let mut meters = spork::power::detect(&args.sys);
+    let mut meters = spork::backend::power::detect(&args.sys);
     if meters.is_empty() {
         out!(
             "no power sensor under {}: no RAPL domain (class/powercap/intel-rapl:N; needs root, absent in most VMs) \

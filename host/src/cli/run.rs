@@ -7,13 +7,15 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
-use spork::bitstream::{Manifest, manifest_path};
+use spork::backend::Calibration;
+use spork::backend::bitstream::{Manifest, manifest_path};
+use spork::datapath::work::KernelImage;
 use spork::engine::Plan;
+use spork::live::{Fault, FaultPlan, PoolConfig};
 use spork::model::time::to_secs;
 use spork::model::{Platform, Time};
 use spork::policy::Scheduler;
-use spork::runtime::work::KernelImage;
-use spork::runtime::{Calibration, Fault, FaultPlan, RunConfig, RunReport};
+use spork::run::{RunConfig, RunReport};
 use spork_golden::Kernel;
 
 use super::board_args::{BoardArg, RealBoard, board};
@@ -120,17 +122,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 plan.brownout.map_or(String::new(), |b| format!(" with brownout ({})", b.controller.name()));
             eprintln!("running {}{with} live ...", plan.scheduler);
         }
-        let cfg = RunConfig {
-            board: board.clone(),
-            faults: faults.clone(),
-            kernel_timeout,
-            stop: stop.clone(),
+        let mut cfg = RunConfig {
             progress: !args.json,
             sysfs: args.real.sys(),
             compare: !args.no_compare,
             ..RunConfig::new(platform, plan, image.clone(), calibration, reqs.clone(), horizon)
         };
-        runs.push(spork::runtime::run(cfg).context("starting the runtime")?);
+        cfg.pool = PoolConfig {
+            board: board.clone(),
+            faults: faults.clone(),
+            kernel_timeout,
+            stop: stop.clone(),
+            ..cfg.pool
+        };
+        runs.push(spork::run::run(cfg).context("starting the runtime")?);
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
@@ -184,7 +189,7 @@ fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
     let mut m = Manifest::load(&path)
         .with_context(|| format!("--record-load needs the manifest {}", path.display()))?;
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-    m.measured = Some(spork::bitstream::Measured {
+    m.measured = Some(spork::backend::bitstream::Measured {
         load_s: loads[loads.len() / 2] / 1e3,
         loads: count as u32,
         machine: format!(

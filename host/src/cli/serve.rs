@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
+use spork::backend::Board;
+use spork::backend::crosscheck::CrossCheck;
+use spork::backend::remote::{DEFAULT_WORKER_NAME, Hosts, RemoteConfig, Source, TlsFiles};
 use spork::engine::Plan;
 use spork::input::InputError;
 use spork::policy::Scheduler;
-use spork::runtime::Board;
-use spork::runtime::backend::crosscheck::CrossCheck;
-use spork::runtime::backend::remote::{DEFAULT_WORKER_NAME, Hosts, RemoteConfig, Source, TlsFiles};
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 use std::sync::Arc;
@@ -74,6 +74,12 @@ pub struct Args {
     /// How long a drain (SIGTERM, SIGINT) lets requests in flight finish [default: 5s].
     #[arg(long, value_parser = humantime::parse_duration)]
     grace: Option<Duration>,
+    /// After the drain, also write each model's report to FILE as JSON: an object by model name, each
+    /// its pool's run report (the fields of `spork run --json`'s runs: answered, answered_fpga,
+    /// rejected, rejected_at_stop, redispatched, workers_lost, ...), or null if its pool ended
+    /// abnormally. A flag only, not a setting of the file.
+    #[arg(long, value_name = "FILE")]
+    report_json: Option<PathBuf>,
     /// Threads serving HTTP and gRPC (the pools have their own): one is fastest per request on a small
     /// machine; more carry more connections [default: 1 per 8 cores, at least 1].
     #[arg(long, value_name = "N")]
@@ -216,6 +222,7 @@ fn read_file(path: &Path) -> anyhow::Result<File> {
 /// Runs `spork serve` until SIGTERM or SIGINT, then drains.
 pub fn run(args: Args) -> anyhow::Result<()> {
     super::init_tracing();
+    let report_json = args.report_json.clone();
     let cfg = config(args)?;
     let check = match &cfg.board {
         Board::Model(Some(c)) => Some(c.clone()),
@@ -230,7 +237,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     running.wait_for_signal().context("waiting for a signal")?;
     eprintln!("draining ...");
-    for (model, report) in running.drain() {
+    let reports = running.drain();
+    for (model, report) in &reports {
         match report {
             Some(r) => eprintln!(
                 "{model}: {} answered ({} on FPGAs), {} rejected, {} refused at the drain; {} deadline misses; \
@@ -249,6 +257,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             None => eprintln!("{model}: its pool ended abnormally"),
         }
     }
+    if let Some(path) = &report_json {
+        write_report_json(path, &reports)?;
+    }
     if let Some(check) = check {
         let settled = check.settle(Duration::from_secs(10));
         let (checked, mismatches, skipped) = check.counts();
@@ -258,6 +269,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--report-json FILE`: the pools' drain reports as a JSON object by model name (a report as
+/// `spork run --json` gives a run's; null for a pool that ended abnormally).
+fn write_report_json(
+    path: &Path,
+    reports: &[(&'static str, Option<spork::live::PoolReport>)],
+) -> anyhow::Result<()> {
+    let by_model: std::collections::BTreeMap<&str, Option<&spork::live::PoolReport>> =
+        reports.iter().map(|(model, report)| (*model, report.as_ref())).collect();
+    let text = serde_json::to_string_pretty(&by_model)?;
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("writing the drain report to {}", path.display()))
 }
 
 /// The server's settings from the file and the flags.
@@ -417,10 +441,10 @@ fn shared_boards(which: BoardArg, boards: Option<u32>, crosscheck: bool) -> anyh
             )
         }
         (BoardArg::Alveo | BoardArg::F1, _) => Ok(Some(1)),
-        (_, Some(n)) if n > spork::runtime::limits::Limits::default().workers => {
+        (_, Some(n)) if n > spork::live::limits::Limits::default().workers => {
             bail!(
                 "--boards {n} is more than a pool may hold ({})",
-                spork::runtime::limits::Limits::default().workers
+                spork::live::limits::Limits::default().workers
             )
         }
         (_, b) => Ok(b),

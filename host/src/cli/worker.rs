@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use spork::backend::remote::TlsFiles;
 use spork::model::Platform;
-use spork::runtime::backend::remote::TlsFiles;
 use spork::worker_host::{self, HostConfig, Offer};
 use spork_golden::Kernel;
 
@@ -138,7 +138,7 @@ pub fn config(args: Args) -> anyhow::Result<HostConfig> {
 
 /// Each kernel's board: every kernel on an emulated or simulated one; on a real board, each kernel
 /// given an image (checked before anything runs).
-fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, spork::runtime::Board>> {
+fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, spork::backend::Board>> {
     let arg = match which {
         HostBoard::Cpu => return Ok(HashMap::new()),
         HostBoard::Model => BoardArg::Model,

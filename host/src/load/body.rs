@@ -1,7 +1,7 @@
 //! A request's inputs as the protocol's tensors: the first input of the model (`image`, `documents`,
 //! `vectors`) as raw little-endian bytes, for the HTTP binary extension and gRPC raw contents alike.
 
-use crate::runtime::work::Payload;
+use crate::datapath::work::Payload;
 
 /// One input tensor on the wire.
 #[derive(Clone, Debug)]

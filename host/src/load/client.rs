@@ -10,9 +10,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use super::body::{WireTensor, http_body};
-use crate::serve::grpc::proto;
-use crate::serve::grpc::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
-use crate::serve::http::HEADER_LENGTH;
+use crate::oip::HEADER_LENGTH;
+use crate::oip::proto;
+use crate::oip::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 
 /// HTTP or gRPC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -15,9 +15,9 @@ use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio::sync::{Mutex, Semaphore};
 
+use crate::datapath::work::KernelImage;
 use crate::model::Request;
 use crate::model::time::to_secs;
-use crate::runtime::work::KernelImage;
 use body::WireTensor;
 pub use client::Protocol;
 pub use client::{Client, Outcome};

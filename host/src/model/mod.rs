@@ -4,6 +4,7 @@ pub mod ledger;
 pub mod per_kind;
 pub mod platform;
 pub mod pool;
+pub mod power;
 pub mod request;
 pub mod time;
 
@@ -11,5 +12,6 @@ pub use ledger::{EnergySplit, Ledger};
 pub use per_kind::PerKind;
 pub use platform::{Kind, Platform, WorkerSpec};
 pub use pool::{Pool, WorkerId, WorkerState};
+pub use power::Power;
 pub use request::Request;
 pub use time::Time;

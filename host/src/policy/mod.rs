@@ -24,6 +24,8 @@ pub mod dispatch;
 pub mod estimate;
 pub mod fleet;
 pub mod objective;
+pub mod placement;
+pub mod recovery;
 pub mod release;
 pub mod scheduler;
 

@@ -3,10 +3,12 @@
 
 use super::metric::Metric;
 use super::store::{Row, run_key};
+use crate::evaluate::brownout;
 use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
 use crate::model::{Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
+use crate::policy::brownout::ControllerKind;
 use crate::policy::estimate::Statistic;
 use crate::policy::release::ReleaseTiming;
 use crate::policy::{DispatcherKind, Objective, Scheduler};
@@ -37,10 +39,15 @@ pub struct Scale {
     pub pareto_weights: Vec<f64>,
     /// Minutes of each production application replayed.
     pub production_minutes: usize,
+    /// Seeds per point of the brownout experiment.
+    pub brownout_seeds: u32,
+    /// Length of each brownout run.
+    pub brownout_duration: Time,
 }
 
 impl Scale {
-    /// The paper's sizes: 10 traces per point, 2-hour traces, 1-hour MILP traces.
+    /// The paper's sizes: 10 traces per point, 2-hour traces, 1-hour MILP traces; brownout as the
+    /// README's reference table (5 seeds of 20 minutes).
     pub fn full() -> Self {
         Scale {
             traces: 10,
@@ -52,10 +59,13 @@ impl Scale {
             milp_time_limit_s: 120.0,
             pareto_weights: vec![0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0],
             production_minutes: 120,
+            brownout_seeds: 5,
+            brownout_duration: from_secs(1200.0),
         }
     }
 
-    /// A few minutes on 2 cores: 2 traces of 1 hour, 3 burstiness levels, 10-minute MILPs.
+    /// A few minutes on 2 cores: 2 traces of 1 hour, 3 burstiness levels, 10-minute MILPs, brownout
+    /// runs of 3 minutes (the first three rate steps: the overload and its end).
     pub fn quick() -> Self {
         Scale {
             traces: 2,
@@ -67,6 +77,8 @@ impl Scale {
             milp_time_limit_s: 30.0,
             pareto_weights: vec![0.0, 0.5, 1.0],
             production_minutes: 30,
+            brownout_seeds: 2,
+            brownout_duration: from_secs(180.0),
         }
     }
 }
@@ -113,6 +125,16 @@ pub enum Work {
         /// Seed of the load.
         seed: u64,
     },
+    /// One brownout controller on the brownout papers' reference scenario (one processor-sharing
+    /// server, [`brownout::Scenario`]).
+    Brownout {
+        /// The scenario.
+        scenario: brownout::Scenario,
+        /// The controller.
+        controller: ControllerKind,
+        /// Seed of the arrivals, service times and dimmer draws.
+        seed: u64,
+    },
 }
 
 impl Work {
@@ -121,6 +143,7 @@ impl Work {
         match self {
             Work::Sim { .. } | Work::Shared { .. } => &Metric::SIM,
             Work::Milp { .. } => &Metric::MILP,
+            Work::Brownout { .. } => &Metric::BROWNOUT,
         }
     }
 }
@@ -190,6 +213,9 @@ impl Job {
                 let s = solve(spec, &load).map_err(|e| e.to_string())?;
                 milp_metrics(&s)
             }
+            Work::Brownout { scenario, controller, seed } => {
+                brownout_metrics(&brownout::run(scenario, *controller, *seed))
+            }
         };
         Ok(Row {
             experiment: self.folder.to_string(),
@@ -257,6 +283,19 @@ fn milp_metrics(s: &crate::optimal::MilpSolution) -> BTreeMap<String, f64> {
         (Metric::Gap, s.gap),
         (Metric::Optimal, f64::from(u8::from(s.optimal))),
         (Metric::SolveS, s.solve_s),
+    ])
+    .collect()
+}
+
+fn brownout_metrics(o: &brownout::Outcome) -> BTreeMap<String, f64> {
+    named([
+        (Metric::Iae, o.iae),
+        (Metric::PeriodsOver, o.periods_over),
+        (Metric::RequestsOver, o.requests_over),
+        (Metric::OptionalRatio, o.optional_ratio),
+        (Metric::P95S, o.p95_s),
+        (Metric::P99S, o.p99_s),
+        (Metric::MaxS, o.max_s),
     ])
     .collect()
 }

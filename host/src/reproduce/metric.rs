@@ -41,6 +41,20 @@ pub enum Metric {
     Optimal,
     /// MILP solve time, seconds.
     SolveS,
+    /// Brownout: Σ over control periods of |p95 of optional-served responses − set-point|, seconds.
+    Iae,
+    /// Brownout: share of control periods whose p95 exceeded the set-point.
+    PeriodsOver,
+    /// Brownout: share of requests answered after the set-point.
+    RequestsOver,
+    /// Brownout: share of requests served with their optional content.
+    OptionalRatio,
+    /// Brownout: 95th percentile response time, seconds.
+    P95S,
+    /// Brownout: 99th percentile response time, seconds.
+    P99S,
+    /// Brownout: largest response time, seconds.
+    MaxS,
 }
 
 impl Metric {
@@ -75,6 +89,17 @@ impl Metric {
         Metric::SolveS,
     ];
 
+    /// What a brownout run records.
+    pub const BROWNOUT: [Metric; 7] = [
+        Metric::Iae,
+        Metric::PeriodsOver,
+        Metric::RequestsOver,
+        Metric::OptionalRatio,
+        Metric::P95S,
+        Metric::P99S,
+        Metric::MaxS,
+    ];
+
     /// Its name in the results files.
     pub const fn key(self) -> &'static str {
         match self {
@@ -97,6 +122,13 @@ impl Metric {
             Metric::Gap => "gap",
             Metric::Optimal => "optimal",
             Metric::SolveS => "solve_s",
+            Metric::Iae => "iae",
+            Metric::PeriodsOver => "periods_over",
+            Metric::RequestsOver => "requests_over",
+            Metric::OptionalRatio => "optional_ratio",
+            Metric::P95S => "p95_s",
+            Metric::P99S => "p99_s",
+            Metric::MaxS => "max_s",
         }
     }
 }

@@ -54,13 +54,15 @@ fn header(how: &Invocation, s: &Summary) -> String {
     let _ = writeln!(
         r,
         "Scale: {} synthetic trace(s) per point of {:.0} min each, burstiness {:?}; MILP: {} trace(s) per point of {} one-second \
-         intervals, pareto energy weights {:?}.{}\n",
+         intervals, pareto energy weights {:?}; brownout: {} seed(s) per point of {:.0} min each.{}\n",
         scale.traces,
         crate::model::time::to_secs(scale.duration) / 60.0,
         scale.burstiness,
         scale.milp_traces,
         scale.milp_intervals,
         scale.pareto_weights,
+        scale.brownout_seeds,
+        crate::model::time::to_secs(scale.brownout_duration) / 60.0,
         if how.quick {
             " Quick runs are smaller than the paper's (10 traces of 2 hours; 1-hour MILPs): expect larger differences."
         } else {

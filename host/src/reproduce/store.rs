@@ -69,7 +69,7 @@ struct Stored {
 /// of a row is always the same).
 fn checksum(row: &Row) -> String {
     let json = serde_json::to_string(row).unwrap_or_default();
-    crate::bitstream::sha256_hex(json.as_bytes())[..16].to_string()
+    crate::backend::bitstream::sha256_hex(json.as_bytes())[..16].to_string()
 }
 
 /// A stored line that was not taken: its run is done again.

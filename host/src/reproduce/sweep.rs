@@ -88,6 +88,8 @@ fn bar(progress: bool, len: usize) -> ProgressBar {
 fn cost_hint(j: &Job) -> u64 {
     match &j.work {
         Work::Milp { intervals, .. } => *intervals as u64 * 10,
+        // One server, tens of requests a second.
+        Work::Brownout { .. } => 10,
         // Three applications' traces in one run.
         Work::Shared { apps, .. } => apps.len() as u64 * 1000,
         Work::Sim { scheduler, .. } => {

@@ -2,8 +2,6 @@
 //! `.proto` written from the protocol's spec. Tensors come in `raw_input_contents` or typed
 //! contents and go out in `raw_output_contents` (what clients decode).
 
-pub mod codec;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,11 +15,7 @@ use super::models::VERSION;
 use super::server::{InferRequest, Server};
 use super::tensor::Tensor;
 
-/// The generated protocol types.
-#[allow(missing_docs, clippy::all, clippy::pedantic)]
-pub mod proto {
-    tonic::include_proto!("inference");
-}
+pub use crate::oip::proto;
 
 use proto::grpc_inference_service_server::GrpcInferenceService;
 pub use proto::grpc_inference_service_server::GrpcInferenceServiceServer;

@@ -20,8 +20,7 @@ use super::models::{Model, VERSION};
 use super::server::{InferRequest, InferResponse, Server};
 use super::tensor::Tensor;
 
-/// The binary extension's header: the length of the JSON part of a body.
-pub const HEADER_LENGTH: &str = "inference-header-content-length";
+pub use crate::oip::HEADER_LENGTH;
 
 /// The routes, with `server` as their state.
 pub fn router(server: Arc<Server>) -> Router {

@@ -4,6 +4,7 @@
 //! each input's `data` is read straight into the tensor's bytes, counted against the item limit as
 //! it goes. A 16 MiB body therefore never costs more than its tensors' bytes.
 
+pub use crate::oip::{MAX_DIMS, MAX_TENSORS};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,11 +15,6 @@ use serde_json::value::RawValue;
 
 use super::error::ServeError;
 use super::tensor::{DataType, Tensor};
-
-/// Most inputs or outputs one request may name (a model has at most three inputs and two outputs).
-pub const MAX_TENSORS: usize = 16;
-/// Most dimensions of a tensor's shape.
-pub const MAX_DIMS: usize = 8;
 
 /// What the client asked for.
 #[derive(Debug)]

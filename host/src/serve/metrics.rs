@@ -11,9 +11,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::backend::remote::Hosts;
+use crate::live::status::{STATES, Status};
 use crate::model::Kind;
-use crate::runtime::backend::remote::Hosts;
-use crate::runtime::status::{STATES, Status};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Outcome {

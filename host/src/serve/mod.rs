@@ -18,7 +18,6 @@ pub mod json;
 pub mod listen;
 pub mod metrics;
 pub mod models;
-pub mod pools;
 pub mod server;
 pub mod tensor;
 
@@ -29,15 +28,16 @@ use std::time::Duration;
 
 use spork_golden::Kernel;
 
-use crate::bitstream::Target;
+use crate::backend::bitstream::Target;
+use crate::backend::{Board, Calibration};
+use crate::datapath::work::{KernelImage, Work};
+use crate::engine::Oracle;
 use crate::engine::Plan;
 use crate::engine::boards::SharedBoards;
+use crate::live::{Clock, FaultPlan, LivePool, PoolConfig, PoolReport};
 use crate::model::Platform;
 use crate::policy::arbitrate::Sharing;
-use crate::runtime::work::{KernelImage, Work};
-use crate::runtime::{Board, Calibration, Clock, FaultPlan, RunConfig, RunReport};
 pub use error::ServeError;
-use pools::Pool;
 pub use server::{Limits, Server};
 
 /// One kernel's pool as configured: its image, the measured calibration and the platform with it.
@@ -58,7 +58,7 @@ pub struct Kernelled {
 pub enum SetupError {
     /// The board's throughput is unknown.
     #[error(transparent)]
-    Calibration(#[from] crate::runtime::calibrate::CalibrationError),
+    Calibration(#[from] crate::backend::calibrate::CalibrationError),
     /// The platform profile cannot be read.
     #[error(transparent)]
     Input(#[from] crate::input::InputError),
@@ -193,16 +193,16 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     }
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {
-        let run = RunConfig {
+        let pool = PoolConfig {
             board: k.board.clone().unwrap_or_else(|| cfg.board.clone()),
             grace: cfg.grace,
             kernel_timeout: cfg.kernel_timeout,
             faults: cfg.faults.clone(),
             share: shared.clone().map(|s| (s, i)),
-            ..RunConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration, Vec::new(), 0)
+            ..PoolConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration)
         }
         .sized_at(cfg.size_estimate);
-        pools.push((k.image.kernel, Pool::start(run, clock.clone())?));
+        pools.push((k.image.kernel, LivePool::start(pool, Oracle::default(), clock.clone())?));
     }
     let probes: Vec<(Kernel, Arc<Work>)> =
         cfg.kernels.iter().map(|k| (k.image.kernel, probe(&k.image))).collect();
@@ -252,7 +252,7 @@ impl Running {
     /// Drains: readiness false, new requests refused (503 / UNAVAILABLE), those in flight finish
     /// within the grace period and the rest are refused; the listeners close once every response
     /// is out. Returns each pool's report.
-    pub fn drain(self) -> Vec<(&'static str, Option<RunReport>)> {
+    pub fn drain(self) -> Vec<(&'static str, Option<PoolReport>)> {
         let Running { server, listeners, rt, .. } = self;
         server.drain();
         rt.block_on(listeners.shut_down());

@@ -16,7 +16,7 @@ use spork_golden::sobel::MAX_WIDTH;
 
 use super::error::ServeError;
 use super::tensor::{DataType, Tensor};
-use crate::runtime::work::{Answer, Output, Payload, Work};
+use crate::datapath::work::{Answer, Output, Payload, Work};
 
 /// One tensor of a model's signature; -1 is a variable dimension.
 #[derive(Clone, Copy, Debug)]
@@ -241,7 +241,7 @@ fn cut(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::work::KernelImage;
+    use crate::datapath::work::KernelImage;
 
     fn image(h: usize, w: usize) -> Tensor {
         let data: Vec<u8> = (0..h * w).map(|i| (i * 7 % 251) as u8).collect();

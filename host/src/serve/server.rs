@@ -13,13 +13,12 @@ use super::budget::{Budget, Reservation};
 use super::error::ServeError;
 use super::metrics::Metrics;
 use super::models::{Model, VERSION};
-use super::pools::Pool;
 use super::tensor::Tensor;
+use crate::datapath::work::Work;
+use crate::live::incoming::{Refused, Served};
+use crate::live::status::Status;
+use crate::live::{LivePool, PoolReport};
 use crate::model::time::from_secs;
-use crate::runtime::RunReport;
-use crate::runtime::incoming::{Refused, Served};
-use crate::runtime::status::Status;
-use crate::runtime::work::Work;
 
 /// The largest deadline a client may ask for: a minute. An interactive request later than that
 /// has no use, and a longer one would let a client park work in a pool's queue.
@@ -95,7 +94,7 @@ pub struct InferResponse {
 /// One served model and its pool.
 pub struct Hosted {
     model: Model,
-    pool: Pool,
+    pool: LivePool,
     /// Requests its pool holds, queued or running (bounded by [`Limits::max_queue`]).
     held: Arc<AtomicUsize>,
 }
@@ -174,13 +173,13 @@ pub struct Server {
     ready: AtomicBool,
     draining: AtomicBool,
     /// The worker hosts, when the pools' workers are remote.
-    hosts: std::sync::OnceLock<crate::runtime::backend::remote::Hosts>,
+    hosts: std::sync::OnceLock<crate::backend::remote::Hosts>,
 }
 
 impl Server {
     /// A server of `pools`, not yet ready.
     pub fn new(
-        pools: Vec<(Kernel, Pool)>,
+        pools: Vec<(Kernel, LivePool)>,
         token: Option<String>,
         open_health: bool,
         limits: Limits,
@@ -203,7 +202,7 @@ impl Server {
     }
 
     /// Shows `hosts` in the metrics (the pools' workers are theirs).
-    pub fn show_hosts(&self, hosts: crate::runtime::backend::remote::Hosts) {
+    pub fn show_hosts(&self, hosts: crate::backend::remote::Hosts) {
         let _ = self.hosts.set(hosts);
     }
 
@@ -227,7 +226,7 @@ impl Server {
     }
 
     /// Ends every pool (after [`Server::drain`]); their reports, by model.
-    pub fn join(self) -> Vec<(&'static str, Option<RunReport>)> {
+    pub fn join(self) -> Vec<(&'static str, Option<PoolReport>)> {
         self.models.into_iter().map(|(name, s)| (name, s.pool.join())).collect()
     }
 
@@ -277,7 +276,7 @@ impl Server {
     }
 
     /// Sends `work` through `kernel`'s pool, bypassing readiness: the start-up probe.
-    pub async fn probe(&self, kernel: Kernel, work: Arc<crate::runtime::work::Work>) -> Result<(), String> {
+    pub async fn probe(&self, kernel: Kernel, work: Arc<crate::datapath::work::Work>) -> Result<(), String> {
         let pool = &self.models.get(kernel.name()).ok_or("no such pool")?.pool;
         pool.submit(work, None, None).await.map(|_| ()).map_err(|r| r.to_string())
     }

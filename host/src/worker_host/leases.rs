@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 use spork_golden::Kernel;
 use tokio::sync::oneshot;
 
+use crate::backend::Board;
+use crate::backend::calibrate::Calibration;
+use crate::backend::{self, Backend, BackendError, Configured, Power};
+use crate::datapath::work::{KernelImage, Payload};
+use crate::live::worker::{Jobs, run_guarded, run_worker};
 use crate::model::{Kind, PerKind, Platform};
-use crate::runtime::Board;
-use crate::runtime::backend::remote::wire::pb;
-use crate::runtime::backend::{self, Backend, BackendError, Configured, Power};
-use crate::runtime::calibrate::Calibration;
-use crate::runtime::work::{KernelImage, Payload};
+use crate::worker_api::wire::pb;
 
 /// Finished jobs a lease remembers, for retries.
 const REMEMBERED: usize = 256;
@@ -236,10 +237,11 @@ impl Slots {
         }
     }
 
-    /// Starts the slot's thread, waits for its configuration, and books the lease.
+    /// Starts the slot's thread on the worker runner, waits for its configuration, and books the
+    /// lease.
     fn start(
         self: &Arc<Self>,
-        mut backend: Box<dyn Backend>,
+        backend: Box<dyn Backend>,
         image: KernelImage,
         session: u64,
     ) -> Result<Granted, LeaseError> {
@@ -250,17 +252,8 @@ impl Slots {
         let shared =
             Arc::new(Shared { record: Mutex::new(Record::default()), power: Mutex::new(backend.power()) });
         let lease = Arc::new(Lease { session, kind, jobs, shared: shared.clone() });
-        let me = self.clone();
-        std::thread::Builder::new()
-            .name(format!("spork-slot-{}", kind.name()))
-            .spawn(move || {
-                let configured = backend.configure(&image);
-                let ok = configured.is_ok();
-                let _ = ready_tx.send(configured.map(|c| (c, backend.is_reference(), backend.power())));
-                if ok {
-                    serve_jobs(&me, &shared, backend.as_mut(), queue);
-                }
-            })
+        let slot = SlotJobs { slots: self.clone(), lease: shared, ready: Some(ready_tx) };
+        run_worker(format!("spork-slot-{}", kind.name()), backend, Arc::new(image), slot, queue)
             .map_err(|e| LeaseError::Invalid(format!("cannot start a slot thread: {e}")))?;
         let (configured, reference, power) = ready
             .recv()
@@ -332,20 +325,35 @@ impl Slots {
     }
 }
 
-/// The slot's thread after configuring: its jobs in order until the lease is freed.
-fn serve_jobs(
-    slots: &Slots,
-    lease: &Shared,
-    backend: &mut dyn Backend,
-    queue: std::sync::mpsc::Receiver<Job>,
-) {
-    while let Ok((id, payload)) = queue.recv() {
-        slots.runs.fetch_add(1, Ordering::Relaxed);
-        // A backend that panics fails this job, never the slot's thread.
-        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.submit(&payload)))
-            .unwrap_or_else(|_| Err(BackendError::Kernel("the backend panicked".into())));
+/// What configuring a slot gives its lease: what it took, whether it is an emulated board, its power.
+type Ready = Result<(Configured, bool, Power), BackendError>;
+
+/// A leased slot's side of the worker runner: its jobs in order until the lease is freed, each
+/// result recorded for retries.
+struct SlotJobs {
+    slots: Arc<Slots>,
+    lease: Arc<Shared>,
+    /// Told how configuring went (once).
+    ready: Option<std::sync::mpsc::Sender<Ready>>,
+}
+
+impl Jobs for SlotJobs {
+    type Job = Job;
+
+    fn configured(&mut self, backend: &dyn Backend, result: Result<Configured, BackendError>) -> bool {
+        let serving = result.is_ok();
+        let ready = result.map(|c| (c, backend.is_reference(), backend.power()));
+        if let Some(tx) = self.ready.take() {
+            let _ = tx.send(ready);
+        }
+        serving
+    }
+
+    fn run(&mut self, backend: &mut dyn Backend, (id, payload): Job) {
+        self.slots.runs.fetch_add(1, Ordering::Relaxed);
+        let done = run_guarded(backend, &payload);
         let power = backend.power();
-        *lease.power.lock().unwrap_or_else(PoisonError::into_inner) = power;
+        *self.lease.power.lock().unwrap_or_else(PoisonError::into_inner) = power;
         let mut r = pb::JobResult { id, power: Some(power.into()), ..Default::default() };
         match done {
             Ok(e) => {
@@ -356,6 +364,11 @@ fn serve_jobs(
             }
             Err(e) => r.result = Some(pb::job_result::Result::KernelError(e.to_string())),
         }
-        lease.finish(r);
+        self.lease.finish(r);
+    }
+
+    /// A slot that did not configure is never leased: nothing can be queued on it.
+    fn skip(&mut self, _: &dyn Backend, (id, _): Job) {
+        self.lease.finish(lost(id, "the slot did not configure".into()));
     }
 }

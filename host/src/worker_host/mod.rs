@@ -17,8 +17,8 @@ use tokio::sync::watch;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 
-use crate::runtime::backend::remote::tls::{TlsError, TlsFiles, plaintext_allowed};
-use crate::runtime::backend::remote::wire::pb::worker_server::WorkerServer;
+use crate::worker_api::tls::{TlsError, TlsFiles, plaintext_allowed};
+use crate::worker_api::wire::pb::worker_server::WorkerServer;
 use service::Service;
 
 /// How long a stop lets the scheduler's streams end before their connections are cut.

@@ -10,9 +10,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::leases::{LeaseError, Slots, lost};
-use crate::runtime::backend::remote::wire::pb::worker_server::Worker;
-use crate::runtime::backend::remote::wire::{self, API_VERSION, SPORK_VERSION, pb};
-use crate::runtime::work::Payload;
+use crate::datapath::work::Payload;
+use crate::worker_api::wire::pb::worker_server::Worker;
+use crate::worker_api::wire::{self, API_VERSION, SPORK_VERSION, pb};
 
 /// The service over a host's slots.
 pub struct Service {

@@ -1,7 +1,9 @@
 //! The registry of the paper's experiments, one file each. This list is the only place that knows
-//! them all: the runner, the report and the tests go through it.
+//! them all: the runner, the report and the tests go through it. `brownout` is public: its comparison
+//! of controllers is also `spork brownout`.
 
 mod boards;
+pub mod brownout;
 mod deadline;
 mod fig2;
 mod fig3;
@@ -15,6 +17,7 @@ mod table8;
 mod table9;
 
 pub use boards::Boards;
+pub use brownout::Brownout;
 pub use deadline::Deadline;
 pub use fig2::Fig2;
 pub use fig3::Fig3;
@@ -33,8 +36,11 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 12] {
-    [&Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Deadline, &Sizes, &Table9, &Table8]
+pub fn all() -> [&'static dyn Experiment; 13] {
+    [
+        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Deadline, &Sizes, &Brownout, &Table9,
+        &Table8,
+    ]
 }
 
 /// The experiment named `id`.

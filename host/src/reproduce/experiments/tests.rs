@@ -69,8 +69,8 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
     assert_eq!(
         ids(),
         [
-            "boards", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "release", "sizes",
-            "table8", "table9"
+            "boards", "brownout", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "release",
+            "sizes", "table8", "table9"
         ]
     );
 }
@@ -105,6 +105,8 @@ fn runs_follow_the_scale_and_the_datasets() {
         3 * t * 4,
         "3 sizes x 3 dispatchers, index packing numbered two ways"
     );
+    let seeds = s.brownout_seeds as usize;
+    assert_eq!(count(&Brownout, "brownout"), 3 * seeds * 6, "3 set-points x 6 controllers");
     let apps = 2 * 3; // 2 datasets x (2 short + 1 medium) applications
     assert_eq!(count(&Table8, "table8"), apps * 9);
     assert_eq!(count(&Table9, "table9prod"), apps * 3);
@@ -162,6 +164,7 @@ fn checks_cover_every_point_they_name() {
     assert_eq!(n(&Boards), 5);
     assert_eq!(n(&Deadline), 10);
     assert_eq!(n(&Sizes), 3);
+    assert_eq!(n(&Brownout), 3);
     // On equal numbers nothing strictly better holds: the checks read the points, not constants.
     assert!(!Fig4.checks(tables.get("fig4").unwrap())[0].holds);
 }
@@ -173,7 +176,7 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
         order,
         [
             "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "deadline", "sizes",
-            "table9", "table8"
+            "brownout", "table9", "table8"
         ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();

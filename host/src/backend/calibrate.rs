@@ -1,0 +1,95 @@
+//! The FPGA speedup of a live run, measured rather than assumed: the board's throughput (clock times
+//! items per cycle, from its manifest) over the CPU reference's, timed on this machine.
+
+use spork_golden::Kernel;
+
+use crate::backend::bitstream::{Manifest, Target, manifest_path};
+use crate::datapath::work::KernelImage;
+use crate::input::InputError;
+use crate::model::Platform;
+use crate::model::time::from_secs;
+
+/// Table 6's 10 s FPGA reconfiguration would take a third of a short live demo; its 1 s alternative
+/// fits, so a live run uses it unless a profile or flag says otherwise (the start-up line says which).
+pub const LIVE_FPGA_SPIN_UP_S: f64 = 1.0;
+
+/// Why the board's throughput is unknown.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    /// No usable manifest for the kernel on this board, and no clock given.
+    #[error(
+        "the {kernel} kernel's manifest for the {target} board: {source}\n  fix: `spork hdl synth` writes the sim \
+         manifests, scripts/build-xclbin.sh the alveo ones; or give --clock-mhz"
+    )]
+    Manifest {
+        /// The kernel.
+        kernel: Kernel,
+        /// The board type.
+        target: &'static str,
+        /// What went wrong reading it.
+        source: Box<InputError>,
+    },
+    /// A clock that is not a frequency.
+    #[error("--clock-mhz {0} must be a positive frequency")]
+    Clock(f64),
+}
+
+/// The measured throughputs of a live run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The CPU reference's speed on this machine (items/s): converts request sizes to items.
+    pub items_per_sec: f64,
+    /// The board's clock (Hz).
+    pub clock_hz: f64,
+    /// Items the kernel streams per cycle.
+    pub items_per_cycle: f64,
+}
+
+impl Calibration {
+    /// The board's clock and items per cycle from `target`'s manifest of `kernel` (`clock_mhz`
+    /// overrides the clock; a real board without a manifest then streams one item per cycle), and
+    /// the CPU reference timed on `items` items of `image`.
+    pub fn measure(
+        target: Target,
+        image: &KernelImage,
+        clock_mhz: Option<f64>,
+        items: u64,
+    ) -> Result<Calibration, CalibrationError> {
+        let path = manifest_path(target, image.kernel.name());
+        let (manifest_clock, items_per_cycle) = match Manifest::load(&path) {
+            Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
+            Err(_) if clock_mhz.is_some() && target != Target::Sim => (None, 1.0),
+            Err(source) => {
+                return Err(CalibrationError::Manifest {
+                    kernel: image.kernel,
+                    target: target.name(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let mhz = clock_mhz.or(manifest_clock).unwrap_or(250.0);
+        if !(mhz.is_finite() && mhz > 0.0) {
+            return Err(CalibrationError::Clock(mhz));
+        }
+        Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
+    }
+
+    /// The board's throughput (items/s).
+    pub fn device_items_per_sec(&self) -> f64 {
+        self.clock_hz * self.items_per_cycle
+    }
+
+    /// The FPGA speedup over a CPU worker.
+    pub fn speedup(&self) -> f64 {
+        self.device_items_per_sec() / self.items_per_sec
+    }
+
+    /// `platform` with the measured speedup, and the live FPGA spin-up unless `keep_spin_up`.
+    pub fn apply(&self, mut platform: Platform, keep_spin_up: bool) -> Platform {
+        platform.fpga.speedup = self.speedup();
+        if !keep_spin_up {
+            platform.fpga.spin_up = from_secs(LIVE_FPGA_SPIN_UP_S);
+        }
+        platform
+    }
+}

@@ -1,0 +1,152 @@
+//! The live pool: the engine driven in wall time on real workers, behind one handle.
+//!
+//! [`LivePool::start`] builds the engine from a [`PoolConfig`] with the one constructor the
+//! evaluator uses, and runs its dispatcher loop ([`driver`]) on a thread of its own; the engine's
+//! decisions start and stop real workers through the [`fleet`] sink, each a thread of the worker
+//! runner ([`worker`]). `spork run` feeds a pool from its load generator ([`LivePool::feeder`]),
+//! `spork serve` from clients ([`LivePool::submit`]); both stop it with [`LivePool::drain`] and get
+//! what it measured from [`LivePool::join`]. FPGA latency is taken on the board's own timeline
+//! (queueing + cycles / clock), because the Verilated model runs slower than the board would.
+
+pub mod clock;
+mod config;
+mod driver;
+pub mod faults;
+mod fleet;
+pub mod incoming;
+mod inflight;
+pub mod limits;
+pub mod report;
+pub mod stats;
+pub mod status;
+pub mod worker;
+
+pub use clock::Clock;
+pub use config::PoolConfig;
+pub use faults::{Fault, FaultPlan};
+pub use incoming::{ClientRequest, Refused, Reply, Served, TraceRequest};
+pub use report::PoolReport;
+pub use stats::RunStats;
+pub use status::Status;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+
+use crate::datapath::work::Work;
+use crate::engine::{Engine, Oracle, Outcome};
+use crate::model::Time;
+use crate::policy::Admission;
+use incoming::Arrive;
+
+/// What a pool's run leaves: the engine's outcome (fleet, energy, the gate's decisions), what the
+/// pool measured, and when it ended on its clock.
+#[derive(Debug)]
+pub struct PoolRun {
+    /// The engine's outcome.
+    pub outcome: Outcome,
+    /// What the pool measured.
+    pub stats: RunStats,
+    /// When it ended.
+    pub ended: Time,
+}
+
+/// A running pool.
+pub struct LivePool {
+    /// Its configuration, as bounded.
+    cfg: PoolConfig,
+    tx: UnboundedSender<Arrive>,
+    stop: Arc<AtomicBool>,
+    /// What its dispatcher publishes (the server's metrics, a run's progress line).
+    pub status: Arc<Status>,
+    thread: Option<JoinHandle<PoolRun>>,
+}
+
+/// Feeds a pool a trace's requests from another thread.
+#[derive(Clone)]
+pub struct Feeder(UnboundedSender<Arrive>);
+
+impl Feeder {
+    /// Hands the pool a trace's request, due now; false if the pool has ended.
+    pub fn feed(&self, request: TraceRequest) -> bool {
+        self.0.send(Arrive::Trace(request)).is_ok()
+    }
+
+    /// No more requests: the pool settles what it holds, drains its workers and ends.
+    pub fn end(&self) {
+        let _ = self.0.send(Arrive::End);
+    }
+}
+
+impl LivePool {
+    /// Starts the pool `cfg` describes (its plan bounded as every live pool's, see [`bound`]) on
+    /// `clock`, told `oracle` in advance (the trace's demand and searched headroom for oracle
+    /// schedulers; nothing for a server's pool).
+    pub fn start(mut cfg: PoolConfig, oracle: Oracle, clock: Clock) -> std::io::Result<LivePool> {
+        bound(&mut cfg);
+        let status = Arc::new(Status::default());
+        let stop = cfg.stop.clone();
+        let (tx, rx) = unbounded_channel();
+        let name = format!("spork-pool-{}", cfg.image.kernel.name());
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
+        let (published, kept) = (status.clone(), cfg.clone());
+        let thread = std::thread::Builder::new().name(name).spawn(move || {
+            let mut engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
+            if let Some((boards, index)) = &cfg.share {
+                engine.share_boards(boards.handle(*index));
+            }
+            rt.block_on(driver::drive(&cfg, engine, clock, rx, &published))
+        })?;
+        Ok(LivePool { cfg: kept, tx, stop, status, thread: Some(thread) })
+    }
+
+    /// A handle that feeds the pool a trace's requests.
+    pub fn feeder(&self) -> Feeder {
+        Feeder(self.tx.clone())
+    }
+
+    /// Hands a client's request to the pool and waits for its answer. `deadline` is after arrival
+    /// (`None`: the profile's factor times the estimated size); `hold` is released when the pool is
+    /// done with the request, even if this wait is dropped first (the client went away).
+    pub async fn submit(
+        &self,
+        work: Arc<Work>,
+        deadline: Option<Time>,
+        hold: Option<Box<dyn Send + Sync>>,
+    ) -> Result<Served, Refused> {
+        let (reply, answer) = Reply::channel(hold);
+        if self.tx.send(Arrive::Client(ClientRequest { work, deadline, reply })).is_err() {
+            return Err(Refused::Draining);
+        }
+        // The dispatcher answers every request it takes (served, refused, or at the stop); a dropped
+        // reply means it ended first.
+        answer.await.unwrap_or(Err(Refused::Stopped))
+    }
+
+    /// Starts the drain: no new requests; those in flight get the grace period, then are refused.
+    pub fn drain(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the pool's dispatcher has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Waits for the dispatcher to end; its report, if it ended normally. Call after
+    /// [`LivePool::drain`] or once its feeder has ended the requests.
+    pub fn join(mut self) -> Option<PoolReport> {
+        let run = self.thread.take().and_then(|t| t.join().ok())?;
+        Some(PoolReport::new(&self.cfg, run))
+    }
+}
+
+/// The bounds every live pool runs under: worker threads capped by configuration (a cap the engine
+/// applies, so a prediction holds the same one), and queues that hold only what can meet its deadline
+/// (a board that falls behind its model must not collect a backlog).
+pub fn bound(cfg: &mut PoolConfig) {
+    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
+    cfg.plan.admission = Admission::RejectLate;
+}

@@ -1,0 +1,343 @@
+//! The worker runner: one OS thread per worker that configures its backend, then runs the jobs of
+//! its queue in order (FIFO), a panicking backend failing its job, never the thread. The live pool's
+//! workers ([`Worker`]: every outcome reported to the dispatcher, a board's own timeline, an
+//! emulated board's release, the check against the reference) and a worker host's leased slots
+//! (`worker_host`) both run on it, each with its own [`Jobs`].
+//!
+//! A pool worker that fails to configure hands every job it was given back unrun; a cancelled
+//! worker skips its remaining jobs the same way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::clock::Clock;
+use crate::backend::{Backend, BackendError, Configured, Executed, Power};
+use crate::datapath::work::{Answer, Input, KernelImage, Payload};
+use crate::model::time::from_duration;
+use crate::model::{Kind, Time, WorkerId};
+
+/// What a worker does around its backend: told how configuring went, then given each job.
+pub trait Jobs: Send + 'static {
+    /// A job in the worker's queue.
+    type Job: Send + 'static;
+    /// Configuring ended with `result`; whether the worker serves (else every job is `skip`ped).
+    fn configured(&mut self, backend: &dyn Backend, result: Result<Configured, BackendError>) -> bool;
+    /// Runs `job` on `backend`.
+    fn run(&mut self, backend: &mut dyn Backend, job: Self::Job);
+    /// Hands `job` back unrun (the worker did not configure).
+    fn skip(&mut self, backend: &dyn Backend, job: Self::Job);
+}
+
+/// Starts a worker thread named `name`: configures `backend` with `image`, then runs `queue`'s jobs
+/// through `jobs` until every sender of the queue is gone and the queue is empty.
+pub fn run_worker<J: Jobs>(
+    name: String,
+    mut backend: Box<dyn Backend>,
+    image: Arc<KernelImage>,
+    mut jobs: J,
+    queue: mpsc::Receiver<J::Job>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        let configured = backend.configure(&image);
+        let serving = jobs.configured(backend.as_ref(), configured);
+        while let Ok(job) = queue.recv() {
+            if serving {
+                jobs.run(backend.as_mut(), job);
+            } else {
+                jobs.skip(backend.as_ref(), job);
+            }
+        }
+    })
+}
+
+/// Runs `payload` on `backend`; a backend that panics fails this job, never the worker's thread.
+pub fn run_guarded(backend: &mut dyn Backend, payload: &Payload) -> Result<Executed, BackendError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| backend.submit(payload)))
+        .unwrap_or_else(|_| Err(BackendError::Kernel("the backend panicked".into())))
+}
+
+/// A job as a worker receives it.
+#[derive(Clone, Debug)]
+pub struct JobMsg {
+    /// Request id.
+    pub id: u64,
+    /// Inputs, or how to build them.
+    pub input: Input,
+    /// Run the optional part too (the brownout gate's decision).
+    pub optional: bool,
+    /// When the dispatcher sent it.
+    pub dispatched: Time,
+    /// Fault injection: stall this long before running (a hung kernel).
+    pub stall: Option<Duration>,
+}
+
+/// What a worker reports.
+#[derive(Debug)]
+pub enum Event {
+    /// Configured and serving.
+    Ready {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation of the slot (a reused slot is a new worker).
+        generation: u64,
+        /// What configuring took.
+        configured: Configured,
+    },
+    /// Configuration failed.
+    ConfigureFailed {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation.
+        generation: u64,
+        /// Why.
+        error: BackendError,
+    },
+    /// A job is starting on the worker.
+    Started {
+        /// Request id.
+        id: u64,
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation of the slot's worker.
+        generation: u64,
+        /// When.
+        at: Time,
+    },
+    /// A job ended: run, failed or handed back unrun.
+    Done(Done),
+    /// The worker was lost (its host went down): its queue re-runs elsewhere.
+    Lost {
+        /// Pool slot.
+        slot: WorkerId,
+        /// Generation.
+        generation: u64,
+        /// Why.
+        why: String,
+    },
+}
+
+/// How a job ended on a worker.
+#[derive(Debug)]
+pub struct Done {
+    /// Request id.
+    pub id: u64,
+    /// Pool slot.
+    pub slot: WorkerId,
+    /// Generation of the slot's worker (a reused slot is a new worker).
+    pub generation: u64,
+    /// Worker type.
+    pub kind: Kind,
+    /// FPGA: the board's answer differed from the software reference (checked on the worker's thread).
+    pub mismatch: bool,
+    /// The backend's power draw after the job.
+    pub power: Power,
+    /// Wall time the job started and ended on the worker.
+    pub wall: (Time, Time),
+    /// FPGA: the job on the board's own timeline (start, finish) and its cycles.
+    pub device: Option<(Time, Time, u64)>,
+    /// The answer, or why there is none (`None` with no error: handed back unrun).
+    pub result: Result<Option<Answer>, BackendError>,
+}
+
+/// A board job's span on the board's timeline from `start` (start, finish, cycles), its parts'
+/// cycles and times summed. Saturating: a backend's times come from a worker host too, and however
+/// large they are they must not wrap the timeline or panic (remote slots also bound them).
+fn board_span(start: Time, parts: &[Option<(u64, Duration)>]) -> (Time, Time, u64) {
+    let (cycles, took) = parts
+        .iter()
+        .flatten()
+        .fold((0u64, Duration::ZERO), |a, p| (a.0.saturating_add(p.0), a.1.saturating_add(p.1)));
+    (start, start.saturating_add(from_duration(took)), cycles)
+}
+
+/// A pool worker's side of the runner: it reports to the dispatcher and keeps a board's timeline.
+struct PoolJobs {
+    slot: WorkerId,
+    generation: u64,
+    kind: Kind,
+    image: Arc<KernelImage>,
+    events: UnboundedSender<Event>,
+    clock: Clock,
+    cancelled: Arc<AtomicBool>,
+    /// The board's own timeline: when its processing element is next free.
+    device_free: Time,
+}
+
+impl Jobs for PoolJobs {
+    type Job = JobMsg;
+
+    fn configured(&mut self, _: &dyn Backend, result: Result<Configured, BackendError>) -> bool {
+        let (slot, generation) = (self.slot, self.generation);
+        let event = match result {
+            Ok(configured) => Event::Ready { slot, generation, configured },
+            Err(error) => Event::ConfigureFailed { slot, generation, error },
+        };
+        let serving = matches!(event, Event::Ready { .. });
+        let _ = self.events.send(event);
+        self.device_free = self.clock.now();
+        serving
+    }
+
+    fn run(&mut self, backend: &mut dyn Backend, job: JobMsg) {
+        if self.cancelled.load(Ordering::Relaxed) {
+            return self.skip(backend, job);
+        }
+        // Deferred inputs are built here, before the job's wall time starts.
+        let work = self.image.inputs(&job.input);
+        let start = self.clock.now();
+        let (slot, generation) = (self.slot, self.generation);
+        let _ = self.events.send(Event::Started { id: job.id, slot, generation, at: start });
+        if let Some(stall) = job.stall {
+            std::thread::sleep(stall);
+        }
+        let mandatory = run_guarded(backend, &work.mandatory);
+        let optional = match (&work.optional, job.optional, &mandatory) {
+            (Some(p), true, Ok(_)) => Some(run_guarded(backend, p)),
+            _ => None,
+        };
+        let end = self.clock.now();
+        let (result, device) = match (mandatory, optional.transpose()) {
+            (Ok(m), Ok(o)) => {
+                let parts = [m.device, o.as_ref().and_then(|o| o.device)];
+                let device = m.device.map(|_| {
+                    let span = board_span(self.device_free.max(job.dispatched), &parts);
+                    self.device_free = span.1;
+                    span
+                });
+                (Ok(Some(Answer { mandatory: m.output, optional: o.map(|o| o.output) })), device)
+            }
+            (Err(e), _) | (_, Err(e)) => (Err(e), None),
+        };
+        let end = self.released(backend, device, end);
+        // Every board answer is held to the software reference, here, off the dispatcher's thread.
+        let mismatch = self.kind == Kind::Fpga
+            && !backend.is_reference()
+            && matches!(&result, Ok(Some(a)) if self.image.answer(&work, job.optional).ok().as_ref() != Some(a));
+        self.done(job.id, backend.power(), (start, end), (device, mismatch), result);
+    }
+
+    fn skip(&mut self, backend: &dyn Backend, job: JobMsg) {
+        let now = self.clock.now();
+        self.done(job.id, backend.power(), (now, now), (None, false), Ok(None));
+    }
+}
+
+impl PoolJobs {
+    /// An emulated board releases its answer when its own timeline says the job is done, so its
+    /// wall time is the board's and per-job overheads do not add up; when the answer is out.
+    fn released(&self, backend: &dyn Backend, device: Option<(Time, Time, u64)>, end: Time) -> Time {
+        match device.filter(|_| backend.is_reference()) {
+            Some((_, finish, _)) => {
+                let due = self.clock.instant(finish);
+                std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+                self.clock.now()
+            }
+            None => end,
+        }
+    }
+
+    /// Reports how job `id` ended.
+    fn done(
+        &self,
+        id: u64,
+        power: Power,
+        wall: (Time, Time),
+        board: (Option<(Time, Time, u64)>, bool),
+        result: Result<Option<Answer>, BackendError>,
+    ) {
+        let (slot, generation, kind) = (self.slot, self.generation, self.kind);
+        let (device, mismatch) = board;
+        let done = Done { id, slot, generation, kind, mismatch, power, wall, device, result };
+        let _ = self.events.send(Event::Done(done));
+    }
+}
+
+/// A running pool worker.
+pub struct Worker {
+    /// Dropped to stop the worker after its queue.
+    tx: Option<mpsc::Sender<JobMsg>>,
+    cancel: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts a worker thread for pool slot `slot` (generation `generation`) that configures
+    /// `backend` with `image`, then serves jobs, reporting to `events`.
+    pub fn spawn(
+        slot: WorkerId,
+        generation: u64,
+        backend: Box<dyn Backend>,
+        image: Arc<KernelImage>,
+        events: UnboundedSender<Event>,
+        clock: Clock,
+    ) -> Worker {
+        let (tx, rx) = mpsc::channel::<JobMsg>();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let kind = backend.kind();
+        let name = format!("spork-{}-{}", kind.name(), slot.0);
+        let cancelled = cancel.clone();
+        let jobs = PoolJobs {
+            slot,
+            generation,
+            kind,
+            image: image.clone(),
+            events,
+            clock,
+            cancelled,
+            device_free: 0,
+        };
+        let thread = run_worker(name, backend, image, jobs, rx).expect("spawning a worker thread");
+        Worker { tx: Some(tx), cancel, thread: Some(thread) }
+    }
+
+    /// Queues a job. Returns it if the worker has gone.
+    pub fn send(&self, job: JobMsg) -> Result<(), JobMsg> {
+        match &self.tx {
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+
+    /// Hands back every job not yet started, unrun.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the worker after its queue; does not wait.
+    pub fn stop(&mut self) {
+        self.tx = None;
+    }
+
+    /// Stops the worker without waiting for its thread (a failed board may be stuck in its kernel).
+    pub fn detach(mut self) {
+        self.cancel();
+        self.stop();
+        self.thread.take();
+    }
+
+    /// Stops the worker and waits for its thread.
+    pub fn join(mut self) {
+        self.stop();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_board_span_adds_its_parts_and_never_wraps() {
+        let ms = Duration::from_millis(1);
+        assert_eq!(board_span(5, &[Some((3, ms)), Some((4, ms)), None]), (5, 5 + 2_000_000, 7));
+        let huge = Some((u64::MAX, Duration::MAX));
+        assert_eq!(board_span(Time::MAX - 1, &[huge, huge]), (Time::MAX - 1, Time::MAX, u64::MAX));
+    }
+}
