@@ -4,7 +4,7 @@ use super::brownout::BrownoutLoop;
 use super::effects::{Arrival, Assignment, Effects};
 use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
-use super::sizes::SizeBook;
+use super::sizes::Sizes;
 use super::timers::{Due, Timer, Timers};
 use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
 use crate::policy::arbitrate::{Bid, BoardShare, Value};
@@ -34,10 +34,8 @@ pub struct Engine {
     /// What a board saves this pool is judged by.
     objective: Objective,
     brownout: Option<BrownoutLoop>,
-    /// Unknown sizes: the statistic to book at, and the book (opened at the first arrival, from its
-    /// nominal size).
-    size_statistic: Option<Statistic>,
-    sizes: Option<SizeBook>,
+    /// Unknown sizes: a trace's, booked at the plan's statistic, and a live pool's clients'.
+    sizes: Sizes,
     /// Set while `arrive_by` places a request: its booking is its first scheduling, where the brownout
     /// gate decides (a re-dispatch after a failure keeps the decision).
     first_scheduling: bool,
@@ -51,15 +49,26 @@ pub struct Engine {
     /// Service booked per type in the current interval (Algorithm 1's F and C).
     work: PerKind<Time>,
     tally: Tally,
-    total_size: Time,
-    events: u64,
-    capped: u64,
-    /// Requests that arrived with an optional part, and those whose part the gate let run.
-    optional: (u64, u64),
+    /// What the run counts beside the tally.
+    counts: Counts,
     /// The trace length: interval ticks run until it, then the pool drains.
     horizon: Time,
     /// The next interval tick (`None` once the pool drains).
     next_tick: Option<Time>,
+}
+
+/// What a run counts beside its tally, for its outcome.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Sum of request sizes, mandatory and optional.
+    total_size: Time,
+    /// Events handled: arrivals, interval ticks, worker timers, control periods.
+    events: u64,
+    /// Spin-ups a cap refused.
+    capped: u64,
+    /// Requests that arrived with an optional part, and those whose part the gate let run.
+    optional: (u64, u64),
+    /// Interval ticks run.
     intervals: u64,
 }
 
@@ -94,8 +103,7 @@ impl Engine {
             plan_caps: plan.caps,
             objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
-            size_statistic: plan.sizes,
-            sizes: None,
+            sizes: Sizes::new(plan.sizes),
             first_scheduling: false,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering()),
@@ -105,13 +113,9 @@ impl Engine {
             planned: 0,
             work: PerKind::default(),
             tally: Tally::default(),
-            total_size: 0,
-            events: 0,
-            capped: 0,
-            optional: (0, 0),
+            counts: Counts::default(),
             horizon: 0,
             next_tick: None,
-            intervals: 0,
         }
     }
 
@@ -187,7 +191,7 @@ impl Engine {
             let tick = self.next_tick.filter(|&t| t <= now);
             let timer = self.timers.next().filter(|&t| t <= now);
             let period = self.brownout_due(brownout).filter(|&t| t <= now);
-            self.events += 1;
+            self.counts.events += 1;
             match (tick, timer, period) {
                 (Some(t), tm, p) if tm.is_none_or(|tm| t <= tm) && p.is_none_or(|p| t <= p) => {
                     self.on_tick(t, fx)
@@ -202,7 +206,7 @@ impl Engine {
                     }
                 }
                 _ => {
-                    self.events -= 1;
+                    self.counts.events -= 1;
                     break;
                 }
             }
@@ -245,8 +249,8 @@ impl Engine {
     /// [`Engine::arrive`] with the request's own absolute `deadline` (a client's), or the profile's
     /// deadline factor times its size if `None`.
     pub fn arrive_by(&mut self, r: Request, deadline: Option<Time>, fx: &mut impl Effects) -> Arrival {
-        self.events += 1;
-        self.optional.0 += u64::from(r.optional > 0);
+        self.counts.events += 1;
+        self.counts.optional.0 += u64::from(r.optional > 0);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let estimate = self.estimate_size(&r);
         let fpga_service = self.platform.fpga.service(estimate.unwrap_or(r.size) + r.optional);
@@ -255,7 +259,7 @@ impl Engine {
         let arrival = self.place(r, deadline, false, estimate, fx);
         self.first_scheduling = false;
         // Counted once booked: the optional part of a rejected request did not run.
-        self.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
+        self.counts.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
         arrival
     }
 
@@ -308,22 +312,38 @@ impl Engine {
         let last_release = self.pool.slots().iter().map(|w| w.off_at).max().unwrap_or(0);
         Outcome {
             end: self.horizon.max(last_release),
-            optional: self.optional,
+            optional: self.counts.optional,
             pool: self.pool,
             tally: self.tally,
-            total_size: self.total_size,
-            intervals: self.intervals,
-            events: self.events,
-            capped: self.capped,
-            size_error: self.sizes.as_ref().and_then(SizeBook::mean_error),
+            total_size: self.counts.total_size,
+            intervals: self.counts.intervals,
+            events: self.counts.events,
+            capped: self.counts.capped,
+            size_error: self.sizes.mean_error(),
         }
     }
 
     /// With unknown sizes, what `r` is booked at: the estimate at its arrival.
     fn estimate_size(&mut self, r: &Request) -> Option<Time> {
-        let statistic = self.size_statistic?;
-        let book = self.sizes.get_or_insert_with(|| SizeBook::new(statistic, r.nominal));
-        Some(book.estimate(r.arrival))
+        self.sizes.estimate(r)
+    }
+
+    /// A live pool's clients state no size: they are sized from their input items at `statistic` of
+    /// the CPU time per item measured, starting from `items_per_sec` (the calibration).
+    pub fn size_clients(&mut self, statistic: Statistic, items_per_sec: f64) {
+        self.sizes.size_clients(statistic, items_per_sec);
+    }
+
+    /// A client's request of `items`: the CPU time it is booked at (`None` before
+    /// [`Engine::size_clients`]).
+    pub fn client_size(&self, items: u64) -> Option<Time> {
+        self.sizes.client_size(items)
+    }
+
+    /// Live telemetry: a client's request of `items` took `took` on a CPU; the size estimate's
+    /// relative error.
+    pub fn observe_client(&mut self, items: u64, took: Time) -> Option<f64> {
+        self.sizes.observe_client(items, took)
     }
 
     fn arm(&mut self, id: WorkerId, now: Time) {
@@ -393,7 +413,7 @@ impl Engine {
             return self.end_of_trace(now, fx);
         }
         let stats = IntervalStats {
-            index: self.intervals as usize,
+            index: self.counts.intervals as usize,
             fpga_work: self.work[Kind::Fpga],
             cpu_work: self.work[Kind::Cpu],
             fpgas_allocated: self.pool.allocated(Kind::Fpga),
@@ -408,7 +428,7 @@ impl Engine {
         let changes = self.reconcile.on_tick(&self.pool, self.target, now);
         self.apply(changes, now, fx);
         self.note_surplus(now);
-        self.intervals += 1;
+        self.counts.intervals += 1;
         self.next_tick = Some(now + self.platform.interval());
     }
 
@@ -484,7 +504,7 @@ impl Engine {
                 (self.spin_up(kind, now, fx), true)
             }
             Placement::SpinUp(_) => {
-                self.capped += 1;
+                self.counts.capped += 1;
                 let Some(w) = Caps::overflow(&self.pool, fleet, now) else {
                     self.tally.rejected += 1;
                     return Arrival::Rejected;
@@ -497,9 +517,7 @@ impl Engine {
             return Arrival::Rejected;
         }
         let booked = self.book(r, id, actual, fx);
-        if let (Some(e), Some(book)) = (estimate, self.sizes.as_mut()) {
-            book.booked(e, r.size, booked.finish);
-        }
+        self.sizes.booked(estimate, r.size, booked.finish);
         Arrival::Assigned(booked)
     }
 
@@ -543,7 +561,7 @@ impl Engine {
             b.dispatched(finish, (finish - now) as f64 / span as f64, r.optional > 0);
         }
         self.work[kind] += service;
-        self.total_size += r.size + r.optional;
+        self.counts.total_size += r.size + r.optional;
         self.tally.record(kind, finish - now, finish > job.deadline);
         fx.served(&r, id, kind, start, finish);
         Assignment { request: r, worker: id, kind, start, finish, deadline: job.deadline }

@@ -5,11 +5,67 @@
 //! completed. The pool books the size the request really takes, so the backlog ahead of a request is
 //! the real one: what is estimated is the request's own size (a queue of k requests sums k
 //! estimates, whose relative error shrinks as 1/sqrt(k); the request's own does not).
+//!
+//! A live pool's clients state no size at all, only their inputs: [`Sizes`] also holds the estimator
+//! of CPU time per input item that sizes them, learned from their measured CPU service. Both go
+//! through the same estimator (`policy::estimate`), here, in the engine.
 
-use crate::model::{Time, time::to_secs};
+use crate::model::{Request, Time, time::to_secs};
 use crate::policy::estimate::{SizeEstimator, Statistic};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Unknown sizes of both kinds: a trace's requests booked at `statistic` of the sizes completed so far
+/// (the book, opened at the first arrival from its nominal size), and a live pool's clients sized from
+/// their items (opened by the pool).
+#[derive(Clone, Debug, Default)]
+pub struct Sizes {
+    statistic: Option<Statistic>,
+    book: Option<SizeBook>,
+    clients: Option<SizeEstimator>,
+}
+
+impl Sizes {
+    /// Trace requests booked at `statistic` (`None`: at their own size, known in advance).
+    pub fn new(statistic: Option<Statistic>) -> Self {
+        Sizes { statistic, ..Sizes::default() }
+    }
+
+    /// With unknown sizes, what `r` is booked at: the estimate at its arrival.
+    pub fn estimate(&mut self, r: &Request) -> Option<Time> {
+        let statistic = self.statistic?;
+        let book = self.book.get_or_insert_with(|| SizeBook::new(statistic, r.nominal));
+        Some(book.estimate(r.arrival))
+    }
+
+    /// A request estimated at `estimate` (if its size was unknown) really takes `size` and completes
+    /// at `finish`.
+    pub fn booked(&mut self, estimate: Option<Time>, size: Time, finish: Time) {
+        if let (Some(e), Some(book)) = (estimate, self.book.as_mut()) {
+            book.booked(e, size, finish);
+        }
+    }
+
+    /// The trace estimates' mean absolute error relative to the mean size.
+    pub fn mean_error(&self) -> Option<f64> {
+        self.book.as_ref().and_then(SizeBook::mean_error)
+    }
+
+    /// Sizes clients at `statistic` of the CPU time per item measured, from `items_per_sec`.
+    pub fn size_clients(&mut self, statistic: Statistic, items_per_sec: f64) {
+        self.clients = Some(SizeEstimator::with(statistic, items_per_sec));
+    }
+
+    /// A client's request of `items`: its estimated CPU time (`None` if clients are not sized here).
+    pub fn client_size(&self, items: u64) -> Option<Time> {
+        self.clients.as_ref().map(|e| e.estimate(items))
+    }
+
+    /// A client's request of `items` took `took` of CPU time; the estimate's relative error.
+    pub fn observe_client(&mut self, items: u64, took: Time) -> Option<f64> {
+        self.clients.as_mut()?.observe(items, took)
+    }
+}
 
 /// The estimator, the requests still running, and the error made so far.
 #[derive(Clone, Debug)]

@@ -28,7 +28,6 @@ use crate::datapath::work::{Answer, Input, Work};
 use crate::engine::{Arrival, Engine};
 use crate::model::time::from_duration;
 use crate::model::{Kind, Request, Time, WorkerId};
-use crate::policy::estimate::SizeEstimator;
 use crate::policy::recovery::{Failure, Fate, recover};
 
 /// Jobs a board's queue holds with their inputs built; beyond, a job holds only its spec and the board
@@ -60,8 +59,6 @@ struct Run<'c> {
     trace_over: bool,
     stopped_at: Option<Time>,
     interrupts: u32,
-    /// Clients' requests: their CPU time, estimated from their items.
-    estimator: SizeEstimator,
 }
 
 /// Runs the pool `cfg` on `engine` with `clock`, taking requests from `arrivals` until they end (or
@@ -89,7 +86,6 @@ pub(super) async fn drive(
         trace_over: false,
         stopped_at: None,
         interrupts: 0,
-        estimator: SizeEstimator::with(cfg.size_estimate, cfg.calibration.items_per_sec),
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     let mut published = 0;
@@ -184,12 +180,14 @@ impl Run<'_> {
         self.expire_timeouts(now);
     }
 
-    /// A client's request as the engine books it: arriving now, sized by the estimator from its
-    /// items. A client states no size: without a deadline of its own, it gets the profile's factor
-    /// times the estimate.
+    /// A client's request as the engine books it: arriving now, sized by the engine's client
+    /// estimate from its items. A client states no size: without a deadline of its own, it gets the
+    /// profile's factor times the estimate.
     fn client_request(&mut self, work: &Work, now: Time) -> Request {
-        let size = self.estimator.estimate(work.mandatory.items());
-        let optional = work.optional.as_ref().map_or(0, |p| self.estimator.estimate(p.items()));
+        // The pool sizes its clients from its start (`LivePool::start`): the 1 ns floor is never used.
+        let size_of = |items: u64| self.engine.client_size(items).unwrap_or(1);
+        let size = size_of(work.mandatory.items());
+        let optional = work.optional.as_ref().map_or(0, |p| size_of(p.items()));
         Request { arrival: now, size, optional, nominal: size }
     }
 
@@ -389,7 +387,7 @@ impl Run<'_> {
         self.engine.observe_service(d.kind, o.booked.service(), took);
         if let (Kind::Cpu, Inputs::Given(work)) = (d.kind, &o.inputs) {
             let items = work.mandatory.items() + answer.optional.as_ref().map_or(0, |_| optional_items(work));
-            if let Some(error) = self.estimator.observe(items, took) {
+            if let Some(error) = self.engine.observe_client(items, took) {
                 self.st.record_estimate(error);
             }
         }

@@ -94,6 +94,7 @@ impl LivePool {
         let (published, kept) = (status.clone(), cfg.clone());
         let thread = std::thread::Builder::new().name(name).spawn(move || {
             let mut engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
+            engine.size_clients(cfg.size_estimate, cfg.calibration.items_per_sec);
             if let Some((boards, index)) = &cfg.share {
                 engine.share_boards(boards.handle(*index));
             }
