@@ -253,10 +253,11 @@ impl Engine {
         self.counts.optional.0 += u64::from(r.optional > 0);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let estimate = self.estimate_size(&r);
-        let fpga_service = self.platform.fpga.service(estimate.unwrap_or(r.size) + r.optional);
-        self.allocator.on_arrival(r.arrival, fpga_service, deadline);
+        let jobs = self.jobs(&r, deadline, estimate);
+        // The allocator sees the job as dispatch does (at the estimate, with unknown sizes).
+        self.allocator.on_arrival(r.arrival, jobs.1.service[Kind::Fpga.index()], deadline);
         self.first_scheduling = true;
-        let arrival = self.place(r, deadline, false, estimate, fx);
+        let arrival = self.place(r, jobs, false, estimate, fx);
         self.first_scheduling = false;
         // Counted once booked: the optional part of a rejected request did not run.
         self.counts.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
@@ -275,7 +276,8 @@ impl Engine {
     ) -> Arrival {
         let r = Request { arrival: now.max(r.arrival), ..r };
         let estimate = self.estimate_size(&r);
-        self.place(r, deadline, true, estimate, fx)
+        let jobs = self.jobs(&r, deadline, estimate);
+        self.place(r, jobs, true, estimate, fx)
     }
 
     /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
@@ -475,24 +477,31 @@ impl Engine {
         }
     }
 
+    /// `r` as a job by `deadline`: as it really is, and as dispatch sees it (at `estimate`, with
+    /// unknown sizes; the same job otherwise). Computed once per placement: a service time is a
+    /// float division and a rounding.
+    #[inline]
+    fn jobs(&self, r: &Request, deadline: Time, estimate: Option<Time>) -> (Job, Job) {
+        let job_of = |size: Time| {
+            let work = size + r.optional;
+            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] }
+        };
+        let actual = job_of(r.size);
+        (actual, estimate.map_or(actual, job_of))
+    }
+
     /// Dispatches `r` (its optional part already decided) and books it. With unknown sizes the dispatcher and the admission rule see the job at `estimate`; the pool
     /// books what it really takes.
     #[inline]
     fn place(
         &mut self,
         r: Request,
-        deadline: Time,
+        (actual, job): (Job, Job),
         rescue: bool,
         estimate: Option<Time>,
         fx: &mut impl Effects,
     ) -> Arrival {
         let now = r.arrival;
-        let job_of = |size: Time| {
-            let work = size + r.optional;
-            Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] }
-        };
-        let actual = job_of(r.size);
-        let job = estimate.map_or(actual, job_of);
         let (placement, fleet) = if rescue {
             (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
         } else {
