@@ -35,7 +35,7 @@ pub use core::Engine;
 pub use effects::{Action, Arrival, Assignment, Effects};
 pub use outcome::{Outcome, Tally};
 pub use plan::{Oracle, Plan};
-pub use replay::{Searched, replay, replay_shared, search_headroom};
+pub use replay::{Searched, replay, replay_shared, search_headroom, told};
 
 #[cfg(test)]
 mod tests;

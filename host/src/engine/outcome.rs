@@ -43,6 +43,12 @@ impl Tally {
         self.served.total()
     }
 
+    /// `n` as a share of the requests served (0 with none served): the FPGA, CPU and miss shares
+    /// every report gives.
+    pub fn share(&self, n: u64) -> f64 {
+        n as f64 / self.served_total().max(1) as f64
+    }
+
     /// A latency percentile in milliseconds (0 with no samples).
     pub fn percentile_ms(&self, q: f64) -> f64 {
         if self.latency_us.is_empty() { 0.0 } else { self.latency_us.value_at_quantile(q) as f64 / 1e3 }

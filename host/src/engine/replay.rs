@@ -102,6 +102,23 @@ pub struct Searched {
     pub outcome: Outcome,
 }
 
+/// What a run of `plan` is told in advance: `oracle`, with the searched headroom if its scheduler
+/// searches one (FPGA-static, FPGA-dynamic: [`search_headroom`], whose full run comes back too).
+/// The one place that decides it, for the evaluator and the live runtime alike.
+pub fn told<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+) -> (Oracle, Option<Searched>) {
+    if !plan.scheduler.searches_headroom() {
+        return (oracle, None);
+    }
+    let found = search_headroom(platform, plan, &oracle, requests, horizon);
+    (oracle.with_headroom(found.headroom), Some(found))
+}
+
 /// Finds the least headroom (up to `plan.max_headroom`) with no deadline misses, by doubling then
 /// bisection; if none meets every deadline, the largest is returned with its misses. Candidates that
 /// miss stop at their first miss, so the search costs about one full run per candidate that meets

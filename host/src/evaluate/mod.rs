@@ -11,7 +11,7 @@ pub use crate::engine::{Plan, PoolBrownout};
 pub use report::Report;
 
 use crate::engine::boards::SharedBoards;
-use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, search_headroom};
+use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, told};
 use crate::model::{Platform, Request, Time};
 use crate::policy::Demand;
 use crate::policy::arbitrate::Sharing;
@@ -68,16 +68,20 @@ pub fn run_with<W: Workload>(
 }
 
 /// Evaluates `plan` on `workload`. FPGA-dynamic and FPGA-static run with the least headroom that
-/// meets every deadline ([`search_headroom`]), reported beside their figures.
+/// meets every deadline ([`crate::engine::search_headroom`]), reported beside their figures.
 pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
-    if !plan.scheduler.searches_headroom() {
-        return run_with(platform, workload, plan, 0, &mut ());
-    }
     let oracle = oracle(platform, workload, plan);
-    let found = search_headroom(platform, plan, &oracle, || workload.requests(), workload.horizon());
-    let mut report = report(platform, plan, &found.outcome);
-    report.headroom = Some(found.headroom);
-    report
+    match told(platform, plan, oracle, || workload.requests(), workload.horizon()) {
+        (oracle, None) => {
+            let engine = Engine::new(*platform, plan, &oracle);
+            report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ()))
+        }
+        (_, Some(found)) => {
+            let mut report = report(platform, plan, &found.outcome);
+            report.headroom = Some(found.headroom);
+            report
+        }
+    }
 }
 
 /// Several applications, one pool each under `plan` (an online scheduler), on one machine with

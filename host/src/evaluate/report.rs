@@ -113,7 +113,7 @@ impl Report {
         let (cpu, fpga) = (kind(Kind::Cpu), kind(Kind::Fpga));
         let t = &outcome.tally;
         let requests = t.served_total();
-        let share = |n: u64| if requests == 0 { 0.0 } else { n as f64 / requests as f64 };
+        let share = |n: u64| t.share(n);
         let energy_j = cpu.energy.total_j() + fpga.energy.total_j();
         let cost = cpu.cost + fpga.cost;
         let (ideal_energy_j, ideal_cost) = ideal_fpga_only(to_secs(outcome.total_size));

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::datapath::work::KernelImage;
-use crate::engine::{Engine, Oracle, Outcome, Plan, replay, search_headroom};
+use crate::engine::{Engine, Oracle, Outcome, Plan, replay, told};
 use crate::live::LivePool;
 use crate::live::limits::LimitError;
 use crate::model::{Platform, Request, Time};
@@ -119,12 +119,14 @@ pub fn run_on(mut cfg: RunConfig, clock: Clock) -> Result<RunReport, RunError> {
 fn prepare(cfg: &RunConfig) -> (Oracle, Option<Outcome>) {
     let (platform, plan, horizon) = (&cfg.pool.platform, &cfg.pool.plan, cfg.pool.horizon);
     let requests = || cfg.requests.iter().copied();
-    let oracle = Oracle::demand_of(platform, plan, horizon, requests());
-    if plan.scheduler.searches_headroom() {
-        let found = search_headroom(platform, plan, &oracle, requests, horizon);
-        return (oracle.with_headroom(found.headroom), Some(found.outcome).filter(|_| cfg.compare));
-    }
-    let predicted =
-        cfg.compare.then(|| replay(Engine::new(*platform, plan, &oracle), requests(), horizon, &mut ()));
-    (oracle, predicted)
+    let demand = Oracle::demand_of(platform, plan, horizon, requests());
+    let (oracle, searched) = told(platform, plan, demand, requests, horizon);
+    let predicted = match searched {
+        Some(found) => Some(found.outcome),
+        None if cfg.compare => {
+            Some(replay(Engine::new(*platform, plan, &oracle), requests(), horizon, &mut ()))
+        }
+        None => None,
+    };
+    (oracle, predicted.filter(|_| cfg.compare))
 }

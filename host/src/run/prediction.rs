@@ -24,12 +24,11 @@ pub struct Prediction {
 impl Prediction {
     /// From the engine's outcome of a virtual-time run on `platform`.
     pub fn from_outcome(o: &Outcome, platform: &Platform) -> Prediction {
-        let served = o.tally.served_total().max(1) as f64;
         let energy = |k: Kind| o.pool.ledger(k).energy(platform.spec(k)).total_j();
         Prediction {
-            fpga_share: o.tally.served[Kind::Fpga] as f64 / served,
+            fpga_share: o.tally.share(o.tally.served[Kind::Fpga]),
             fpga_spin_ups: o.pool.ledger(Kind::Fpga).spin_ups,
-            miss_share: o.tally.misses as f64 / served,
+            miss_share: o.tally.share(o.tally.misses),
             rejected: o.tally.rejected,
             energy_j: [energy(Kind::Cpu), energy(Kind::Fpga)],
         }
