@@ -328,8 +328,12 @@ fn record_load_writes_the_measured_reconfiguration_into_the_manifest() {
 #[test]
 fn serve_refuses_bad_settings_before_it_listens() {
     // Each is refused at start-up, with what to do instead; none gets as far as a socket.
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["serve", "--board", "sim", "--crosscheck"], "needs --board model"),
+        (
+            &["serve", "--models", "dense", "--report-json", "/nonexistent/r.json"],
+            "cannot write --report-json",
+        ),
         (&["serve", "--board", "alveo", "--boards", "2"], "a real board is one board"),
         (&["serve", "--boards", "100000"], "more than a pool may hold"),
         (&["serve", "--models", "dense", "--io-threads", "0"], "io_threads 0 must be from 1 to 256"),

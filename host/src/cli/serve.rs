@@ -223,6 +223,12 @@ fn read_file(path: &Path) -> anyhow::Result<File> {
 pub fn run(args: Args) -> anyhow::Result<()> {
     super::init_tracing();
     let report_json = args.report_json.clone();
+    // Checked before serving: an unwritable path found only at the drain would lose the report.
+    if let Some(path) = &report_json {
+        std::fs::File::create(path).with_context(|| {
+            format!("cannot write --report-json {} (fix: a writable file path)", path.display())
+        })?;
+    }
     let cfg = config(args)?;
     let check = match &cfg.board {
         Board::Model(Some(c)) => Some(c.clone()),

@@ -305,7 +305,8 @@ impl Run<'_> {
 
     /// Fails the worker of `generation` in `slot` if `failure`'s rule says so.
     fn fail_worker(&mut self, slot: WorkerId, generation: u64, failure: Failure, now: Time) {
-        let kind = self.fleet.kind_of(slot, generation).unwrap_or(Kind::Fpga);
+        // A stale event (its worker already replaced) changes nothing.
+        let Some(kind) = self.fleet.kind_of(slot, generation) else { return };
         if recover(kind, failure).fail_worker {
             self.fail_board(slot, generation, now);
         }
@@ -330,7 +331,7 @@ impl Run<'_> {
             Ok(None) => (Failure::HandedBack, "handed back unrun".to_string()),
             Err(e) => (self.count_error(&d, &e), e.to_string()),
         };
-        self.recover(d.id, o, (d.slot, d.generation, d.kind), (failure, why), now);
+        self.recover(d.id, o, failure, why, now);
     }
 
     /// Counts a job's error; which failure it is.
@@ -350,20 +351,12 @@ impl Run<'_> {
         }
     }
 
-    /// Applies `failure`'s rule to request `id`, which ran on `worker` (slot, generation, kind): the
-    /// worker failed if the rule says so, the request re-run or rejected (told `why`).
-    fn recover(
-        &mut self,
-        id: u64,
-        o: Outstanding,
-        worker: (WorkerId, u64, Kind),
-        failure: (Failure, String),
-        now: Time,
-    ) {
-        let ((slot, generation, kind), (failure, why)) = (worker, failure);
-        let rule = recover(kind, failure);
+    /// Applies `failure`'s rule to request `id` on the worker it was booked on: the worker failed if
+    /// the rule says so, the request re-run or rejected (told `why`).
+    fn recover(&mut self, id: u64, o: Outstanding, failure: Failure, why: String, now: Time) {
+        let rule = recover(o.booked.kind, failure);
         if rule.fail_worker {
-            self.fail_board(slot, generation, now);
+            self.fail_board(o.slot(), o.generation, now);
         }
         match rule.request {
             Fate::Rerun => self.redispatch(id, o, now),
@@ -410,13 +403,9 @@ impl Run<'_> {
     fn expire_timeouts(&mut self, now: Time) {
         for (id, o) in self.inflight.take_overdue(now) {
             self.st.faults.kernel_timeouts += 1;
-            let timeout = self.cfg.kernel_timeout;
-            self.st
-                .faults
-                .log
-                .push(format!("request {id}: the board kernel ran past the {timeout:?} timeout"));
-            let worker = (o.slot(), o.generation, o.booked.kind);
-            self.recover(id, o, worker, (Failure::Timeout, format!("timed out after {timeout:?}")), now);
+            let why = format!("the board kernel ran past the {:?} timeout", self.cfg.kernel_timeout);
+            self.st.faults.log.push(format!("request {id}: {why}"));
+            self.recover(id, o, Failure::Timeout, why, now);
         }
     }
 
