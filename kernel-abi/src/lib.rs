@@ -53,8 +53,7 @@ pub unsafe fn write_error(err: *mut std::ffi::c_char, len: usize, message: &str)
 #[macro_export]
 macro_rules! export_kernel {
     ($name:literal, $run:path) => {
-        #[doc(hidden)]
-        pub mod __spork_kernel_exports {
+        const _: () = {
             use $crate::ffi;
 
             static INFO: ffi::KernelInfo = ffi::KernelInfo {
@@ -99,6 +98,6 @@ macro_rules! export_kernel {
             /// `spork_kernel_release`: nothing to free.
             #[unsafe(no_mangle)]
             pub extern "C" fn spork_kernel_release(_state: *mut ::std::ffi::c_void) {}
-        }
+        };
     };
 }

@@ -4,12 +4,16 @@
 //! [`Model`] is one loaded design with its port table; [`Instance`] is one running copy with its
 //! own Verilator context (instances may live on different threads). The drivers in [`kernels`] and
 //! [`dispatch`] stream real inputs through the RTL and return what it computed with the cycles it
-//! took, in the shapes of `spork_golden`'s software references.
+//! took, in the shapes of `spork_golden`'s software references. Any other design with AXI4-Stream
+//! ports runs through the generic driver in [`axis`], verilated at run time by [`cache`].
 
+pub mod axis;
+pub mod cache;
 pub mod dispatch;
 pub mod kernels;
 pub mod measure;
 mod model;
+pub mod verilate;
 
 pub use model::{Instance, Model, Port, PortInfo, built_models_dir, model_path, model_source};
 
@@ -35,4 +39,11 @@ pub enum SimError {
     Shape(#[from] spork_golden::ShapeError),
     #[error("the {model} model produced {got} outputs for {expected} expected after {cycles} cycles")]
     Stalled { model: String, got: usize, expected: usize, cycles: u64 },
+    #[error(
+        "the {model} design took {sent} of {offered} input beats and gave {got} of {expected} output beats \
+         in {cycles} cycles, then stopped (check its TREADY/TVALID handshake and TLAST)"
+    )]
+    Stream { model: String, sent: usize, offered: usize, got: usize, expected: usize, cycles: u64 },
+    #[error(transparent)]
+    Verilate(#[from] verilate::VerilateError),
 }

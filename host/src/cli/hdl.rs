@@ -156,7 +156,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
                 file.display()
             );
         }
-        let syn = bitstream::synthesize(&file, &name)?;
+        let syn = bitstream::synthesize(&[&file], &name)?;
         let model =
             Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
         let tp = standard_workload(&model, 1)?;

@@ -16,6 +16,7 @@ mod brownout;
 mod demo;
 mod devices;
 mod hdl;
+mod kernel;
 mod live_trace;
 mod load;
 mod optimal;
@@ -75,6 +76,10 @@ enum Command {
     /// The RTL: regenerate its Verilog, lint it, synthesise it, report resources and throughput.
     #[command(subcommand)]
     Hdl(hdl::Command),
+    /// Your own kernel: scaffold a model folder, check its RTL against its CPU code, synthesise,
+    /// lint, build ahead of serving.
+    #[command(subcommand)]
+    Kernel(kernel::Command),
 }
 
 /// Parses the command line and runs it.
@@ -94,6 +99,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Power(a) => power::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Hdl(c) => hdl::run(c),
+        Command::Kernel(c) => kernel::run(c),
     }
 }
 

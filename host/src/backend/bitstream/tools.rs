@@ -102,19 +102,23 @@ pub struct Synthesis {
 }
 
 /// The yosys script: UltraScale+ mapping, flattened so the statistics cover the whole design.
-pub fn synth_script(file: &Path, top: &str) -> String {
-    format!("read_verilog {}; synth_xilinx -family xcup -flatten -top {top}; stat -json", file.display())
+pub fn synth_script(files: &[&Path], top: &str) -> String {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    format!("read_verilog -sv {}; synth_xilinx -family xcup -flatten -top {top}; stat -json", files.join(" "))
 }
 
-/// The script as recorded in a manifest: the source named relative to the manifest.
-fn recorded_script(file: &Path, top: &str) -> String {
-    synth_script(Path::new(file.file_name().unwrap_or(file.as_os_str())), top)
+/// The script as recorded in a manifest: the sources named by their file names.
+fn recorded_script(files: &[&Path], top: &str) -> String {
+    let names: Vec<&Path> = files.iter().map(|f| Path::new(f.file_name().unwrap_or(f.as_os_str()))).collect();
+    synth_script(&names, top)
 }
 
-/// Synthesises `file` for Xilinx UltraScale+ with yosys and counts its primitives.
-pub fn synthesize(file: &Path, top: &str) -> Result<Synthesis, ToolError> {
+/// Synthesises `files` (one design, top module `top`) for Xilinx UltraScale+ with yosys and counts
+/// its primitives.
+pub fn synthesize(files: &[&Path], top: &str) -> Result<Synthesis, ToolError> {
     let version = tool_version("yosys")?;
-    let script = synth_script(file, top);
+    let file = files.first().copied().unwrap_or(Path::new(""));
+    let script = synth_script(files, top);
     let dir = std::env::temp_dir().join(format!("spork-synth-{}-{top}", std::process::id()));
     let stat = dir.join("stat.json");
     std::fs::create_dir_all(&dir).map_err(|e| ToolError::Output {
@@ -148,7 +152,7 @@ pub fn synthesize(file: &Path, top: &str) -> Result<Synthesis, ToolError> {
         file: file.into(),
         problem,
     })?;
-    Ok(Synthesis { resources: Resources::from_cells(cells, version, recorded_script(file, top)), seconds })
+    Ok(Synthesis { resources: Resources::from_cells(cells, version, recorded_script(files, top)), seconds })
 }
 
 /// The design-wide primitive histogram from `stat -json`.

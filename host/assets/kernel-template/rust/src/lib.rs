@@ -19,6 +19,5 @@ fn run(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), String> {
     Ok(())
 }
 
-// Exports the four C functions Spork calls. Name the function by its full path (`crate::run`): the
-// macro expands inside a module of its own.
-spork_kernel::export_kernel!("{{name}}", crate::run);
+// Exports the four C functions Spork calls.
+spork_kernel::export_kernel!("{{name}}", run);

@@ -1,0 +1,121 @@
+//! A tensor of any ABI datatype, its bytes held 8-byte aligned (what `spork_kernel.h` promises a
+//! kernel): the inputs and outputs of a repository model's kernel.
+
+use spork_kernel::ffi::DType;
+
+/// A row-major tensor in the machine's byte order.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TensorBuf {
+    /// Element type.
+    pub dtype: DType,
+    /// Dimensions.
+    pub shape: Vec<u64>,
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl std::fmt::Debug for TensorBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TensorBuf({} {:?}, {} bytes)", self.dtype.name(), self.shape, self.len)
+    }
+}
+
+impl TensorBuf {
+    /// A zeroed tensor of `shape`; `None` if its size does not fit in memory's address range.
+    pub fn zeroed(dtype: DType, shape: &[u64]) -> Option<TensorBuf> {
+        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+        let len = usize::try_from(elements.checked_mul(dtype.size() as u64)?).ok()?;
+        Some(TensorBuf { dtype, shape: shape.to_vec(), words: vec![0; len.div_ceil(8)], len })
+    }
+
+    /// A tensor of no element (shape `[0]`).
+    pub fn empty(dtype: DType) -> TensorBuf {
+        TensorBuf { dtype, shape: vec![0], words: Vec::new(), len: 0 }
+    }
+
+    /// A tensor holding `bytes`, which must be exactly `shape`'s elements.
+    pub fn from_bytes(dtype: DType, shape: &[u64], bytes: &[u8]) -> Option<TensorBuf> {
+        let mut t = TensorBuf::zeroed(dtype, shape)?;
+        (t.len == bytes.len()).then(|| {
+            t.bytes_mut().copy_from_slice(bytes);
+            t
+        })
+    }
+
+    /// Its elements' bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `len` initialised bytes; u8 has no alignment needs.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Its elements' bytes, to write.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }
+    }
+
+    /// Elements.
+    pub fn elements(&self) -> u64 {
+        (self.len / self.dtype.size()) as u64
+    }
+
+    /// Element `i` as its raw bits (zero-extended).
+    pub fn bits(&self, i: usize) -> u64 {
+        let n = self.dtype.size();
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&self.bytes()[i * n..(i + 1) * n]);
+        u64::from_le_bytes(b)
+    }
+
+    /// Sets element `i` from the low bits of `bits`.
+    pub fn set_bits(&mut self, i: usize, bits: u64) {
+        let n = self.dtype.size();
+        self.bytes_mut()[i * n..(i + 1) * n].copy_from_slice(&bits.to_le_bytes()[..n]);
+    }
+
+    /// Element `i` for a message: the value its datatype gives the bits.
+    pub fn show(&self, i: usize) -> String {
+        let b = self.bits(i);
+        match self.dtype {
+            DType::Int8 => (b as u8 as i8).to_string(),
+            DType::Int16 => (b as u16 as i16).to_string(),
+            DType::Int32 => (b as u32 as i32).to_string(),
+            DType::Int64 => (b as i64).to_string(),
+            DType::Fp32 => f32::from_bits(b as u32).to_string(),
+            DType::Fp64 => f64::from_bits(b).to_string(),
+            _ => b.to_string(),
+        }
+    }
+
+    /// The data pointer handed to a kernel (8-byte aligned).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr().cast()
+    }
+
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_round_trip_through_their_bits_and_buffers_are_aligned() {
+        let mut t = TensorBuf::zeroed(DType::Int16, &[3, 2]).unwrap();
+        assert_eq!((t.len(), t.elements()), (12, 6));
+        t.set_bits(5, (-2i16) as u16 as u64);
+        assert_eq!(t.show(5), "-2");
+        assert_eq!(t.bits(5), 0xfffe);
+        assert_eq!(t.as_mut_ptr() as usize % 8, 0);
+        assert!(TensorBuf::zeroed(DType::Fp64, &[u64::MAX, 2]).is_none());
+        assert!(TensorBuf::from_bytes(DType::Uint8, &[2], &[1, 2, 3]).is_none());
+    }
+}

@@ -1,0 +1,183 @@
+//! `spork kernel check`: a model's RTL co-simulated against its CPU code on random requests drawn
+//! from its tensor spec, and on its edge shapes (every dimension at its minimum, then at its
+//! maximum); the first mismatch is reported with where it is and both values, and the cycles per
+//! item are measured on the largest request, streamed without backpressure.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use rand::{RngExt, SeedableRng};
+
+use super::cpu::{AbiError, CpuLibrary};
+use super::rtl::{Rtl, RtlError};
+use super::spec::ModelSpec;
+use crate::datapath::tensor::TensorBuf;
+
+/// How to check.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckOptions {
+    /// Random requests beside the two edge cases.
+    pub requests: usize,
+    /// Seed of the random requests.
+    pub seed: u64,
+    /// Largest dimension drawn for random requests (edge cases use the real bounds).
+    pub cap: u64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions { requests: 20, seed: 1, cap: 256 }
+    }
+}
+
+/// One request checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// "min", "max" or "random 3".
+    pub label: String,
+    /// The dimensions, as `N=5`.
+    pub dims: String,
+    pub items: u64,
+    pub cycles: u64,
+}
+
+/// Where the RTL and the CPU code first disagree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub case: String,
+    pub output: String,
+    /// Row-major index of the element.
+    pub index: usize,
+    /// Its position in the output's shape.
+    pub position: Vec<u64>,
+    pub rtl: String,
+    pub cpu: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: output '{}' element {} (position {:?}): the RTL gave {}, the CPU code {}",
+            self.case, self.output, self.index, self.position, self.rtl, self.cpu
+        )
+    }
+}
+
+/// What a check found.
+#[derive(Clone, Debug)]
+pub struct CheckReport {
+    pub cases: Vec<Case>,
+    pub mismatch: Option<Mismatch>,
+    /// Measured on the largest request without backpressure.
+    pub cycles_per_item: f64,
+    /// Whether the verilated model came from the cache, and what finding or building it took.
+    pub cached: bool,
+    pub verilate_s: f64,
+}
+
+/// Why a check could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0} has no [cpu] implementation to check against\n  fix: add [cpu] sources or library to model.toml")]
+    NoCpu(String),
+    #[error("{0} has no [fpga.sim] implementation to check\n  fix: add [fpga.sim] sources and top to model.toml")]
+    NoSim(String),
+    #[error(transparent)]
+    Abi(#[from] AbiError),
+    #[error(transparent)]
+    Rtl(#[from] RtlError),
+    #[error("{case}: the CPU code failed: {message}")]
+    Cpu { case: String, message: String },
+    #[error("{case}: {source}")]
+    Sim { case: String, source: spork_sim::SimError },
+}
+
+/// Co-simulates `spec`'s RTL against its CPU code.
+pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckError> {
+    let cpu_spec = spec.cpu.as_ref().ok_or_else(|| CheckError::NoCpu(spec.name.clone()))?;
+    let sim = spec.sim.as_ref().ok_or_else(|| CheckError::NoSim(spec.name.clone()))?;
+    let lib = CpuLibrary::load(spec, cpu_spec)?;
+    let rtl = Rtl::load(spec, sim)?;
+    let mut cpu = lib.instance()?;
+    let names = names(spec);
+    let mut axis = rtl.instance().map_err(|source| CheckError::Sim { case: "reset".into(), source })?;
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(opts.seed);
+    let mut plan: Vec<(String, Vec<u64>, bool)> = vec![
+        ("min".into(), spec.dims.iter().map(|d| d.min).collect(), false),
+        ("max".into(), spec.dims.iter().map(|d| d.max).collect(), false),
+    ];
+    for i in 0..opts.requests {
+        plan.push((format!("random {}", i + 1), spec.random_dims(&mut rng, opts.cap), true));
+    }
+    let mut report =
+        CheckReport { cases: Vec::new(), mismatch: None, cycles_per_item: 0.0, cached: rtl.built.cached, verilate_s: rtl.built.took.as_secs_f64() };
+    for (label, values, backpressure) in plan {
+        let mut inputs = spec.random_inputs(&values, &mut rng);
+        let mut want = spec.outputs_for(&values);
+        cpu.run((&names.0, &names.1), &mut inputs, &mut want)
+            .map_err(|message| CheckError::Cpu { case: label.clone(), message })?;
+        let mut got = spec.outputs_for(&values);
+        let mut pattern = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(rng.random());
+        let ready = |_| !backpressure || pattern.random_bool(0.7);
+        let cycles = rtl
+            .run(&mut axis, &inputs, &mut got, ready)
+            .map_err(|source| CheckError::Sim { case: label.clone(), source })?;
+        let items = spec.items(&values, &inputs);
+        if label == "max" {
+            report.cycles_per_item = cycles as f64 / items.max(1) as f64;
+        }
+        let dims = spec.dims.iter().zip(&values).map(|(d, v)| format!("{}={v}", d.name)).collect::<Vec<_>>().join(" ");
+        report.cases.push(Case { label: label.clone(), dims, items, cycles });
+        if let Some(m) = first_difference(spec, &label, &got, &want) {
+            report.mismatch = Some(m);
+            break;
+        }
+    }
+    Ok(report)
+}
+
+/// Inputs' and outputs' names as C strings, in order.
+pub fn names(spec: &ModelSpec) -> (Vec<CString>, Vec<CString>) {
+    let c = |ts: &[super::spec::TensorSpec]| ts.iter().map(|t| CString::new(t.name.clone()).unwrap_or_default()).collect();
+    (c(&spec.inputs), c(&spec.outputs))
+}
+
+fn first_difference(spec: &ModelSpec, case: &str, rtl: &[TensorBuf], cpu: &[TensorBuf]) -> Option<Mismatch> {
+    for ((r, c), s) in rtl.iter().zip(cpu).zip(&spec.outputs) {
+        let n = c.elements() as usize;
+        if let Some(i) = (0..n).find(|&i| r.bits(i) != c.bits(i)) {
+            return Some(Mismatch {
+                case: case.into(),
+                output: s.name.clone(),
+                index: i,
+                position: position(&c.shape, i as u64),
+                rtl: r.show(i),
+                cpu: c.show(i),
+            });
+        }
+    }
+    None
+}
+
+/// The multi-index of row-major element `i` in `shape`.
+fn position(shape: &[u64], mut i: u64) -> Vec<u64> {
+    let mut pos = vec![0; shape.len()];
+    for (p, &d) in pos.iter_mut().zip(shape).rev() {
+        *p = i % d.max(1);
+        i /= d.max(1);
+    }
+    pos
+}
+
+/// Keeps the library alive as long as a check's kernel state (the state holds an `Arc` to it).
+pub type Library = Arc<CpuLibrary>;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn positions_are_row_major() {
+        assert_eq!(super::position(&[2, 3], 4), vec![1, 1]);
+        assert_eq!(super::position(&[5], 4), vec![4]);
+    }
+}

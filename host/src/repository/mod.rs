@@ -1,0 +1,35 @@
+//! The model repository: models from folders (`model.toml` with tensor specs, a CPU implementation
+//! behind a C ABI, FPGA implementations per board kind), checked at load with errors that name the
+//! file, the line and the fix. See docs/model-repository.md.
+//!
+//! - [`spec`]: `model.toml` read and checked ([`file`] is the raw format); [`shape`]: named
+//!   dimensions; [`request`]: a request's inputs bound and its outputs sized.
+//! - [`cpu`]: the C ABI (sources compiled into the cache, or a library) with one state per worker.
+//! - [`rtl`]: the RTL verilated at load (cached) on the generic AXI4-Stream driver; [`stream`]: the
+//!   tensors-to-beats packing.
+//! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
+
+pub mod check;
+pub mod cpu;
+mod file;
+mod request;
+pub mod rtl;
+pub mod shape;
+pub mod spec;
+pub mod stream;
+
+use std::path::{Path, PathBuf};
+
+pub use spec::ModelSpec;
+
+use crate::input::InputError;
+
+/// A repository folder's models: each folder holding a `model.toml`, loaded or refused on its own
+/// (one bad model does not keep the others out), sorted by name.
+pub fn scan(dir: &Path) -> Result<Vec<(PathBuf, Result<ModelSpec, InputError>)>, InputError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io { action: "list", path: dir.to_path_buf(), source })?;
+    let mut folders: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("model.toml").is_file()).collect();
+    folders.sort();
+    Ok(folders.into_iter().map(|f| (f.clone(), spec::load(&f))).collect())
+}

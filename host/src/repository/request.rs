@@ -1,0 +1,73 @@
+//! One request to a repository model: its inputs checked against the spec (datatypes, ranks,
+//! dimension bounds), its outputs sized from the bound dimensions, its items counted; and random
+//! requests drawn from the spec for `spork kernel check`.
+
+use rand::{Rng, RngExt};
+use spork_kernel::ffi::DType;
+
+use super::shape;
+use super::spec::ModelSpec;
+use crate::datapath::tensor::TensorBuf;
+
+impl ModelSpec {
+    /// The dimensions `inputs` bind (each checked), or why they do not fit.
+    pub fn bind(&self, inputs: &[TensorBuf]) -> Result<Vec<u64>, String> {
+        if inputs.len() != self.inputs.len() {
+            return Err(format!("model '{}' takes {} inputs, not {}", self.name, self.inputs.len(), inputs.len()));
+        }
+        for (t, s) in inputs.iter().zip(&self.inputs) {
+            if t.dtype != s.dtype {
+                return Err(format!("input '{}' must be {}, not {}", s.name, s.dtype.name(), t.dtype.name()));
+            }
+        }
+        let specs: Vec<(&str, &[_])> = self.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
+        let shapes: Vec<&[u64]> = inputs.iter().map(|t| &t.shape[..]).collect();
+        shape::bind(&self.dims, &specs, &shapes)
+    }
+
+    /// The outputs for bound dimensions `values`, zeroed.
+    pub fn outputs_for(&self, values: &[u64]) -> Vec<TensorBuf> {
+        self.outputs
+            .iter()
+            .map(|s| {
+                let shape: Vec<u64> = s.shape.iter().map(|e| e.eval(values)).collect();
+                // The spec's bounds keep every tensor under 2^32 elements: this always fits.
+                TensorBuf::zeroed(s.dtype, &shape).unwrap_or_else(|| TensorBuf::empty(s.dtype))
+            })
+            .collect()
+    }
+
+    /// The work items of a request: the product of the `items` dimensions, else the first input's
+    /// elements.
+    pub fn items(&self, values: &[u64], inputs: &[TensorBuf]) -> u64 {
+        if self.items.is_empty() {
+            return inputs.first().map_or(0, TensorBuf::elements);
+        }
+        self.items.iter().map(|&d| values[d]).product()
+    }
+
+    /// Random dimensions within their bounds, each at most `cap` (to keep a check quick).
+    pub fn random_dims(&self, rng: &mut impl Rng, cap: u64) -> Vec<u64> {
+        self.dims.iter().map(|d| rng.random_range(d.min..=d.max.min(cap.max(d.min)))).collect()
+    }
+
+    /// Inputs of dimensions `values`, filled with random elements (finite floats).
+    pub fn random_inputs(&self, values: &[u64], rng: &mut impl Rng) -> Vec<TensorBuf> {
+        self.inputs
+            .iter()
+            .map(|s| {
+                let shape: Vec<u64> = s.shape.iter().map(|e| e.eval(values)).collect();
+                let mut t = TensorBuf::zeroed(s.dtype, &shape).unwrap_or_else(|| TensorBuf::empty(s.dtype));
+                for i in 0..t.elements() as usize {
+                    let bits = match s.dtype {
+                        DType::Fp32 => u64::from(rng.random_range(-1e3f32..1e3).to_bits()),
+                        DType::Fp64 => rng.random_range(-1e3f64..1e3).to_bits(),
+                        _ => rng.random::<u64>(),
+                    };
+                    t.set_bits(i, bits);
+                }
+                t
+            })
+            .collect()
+    }
+}

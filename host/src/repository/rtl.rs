@@ -1,0 +1,81 @@
+//! A repository model's RTL on the simulated board: verilated through the cache, its stream ports
+//! bound and their widths checked against the tensors, then run request by request.
+
+use spork_sim::axis::Axis;
+use spork_sim::cache::{self, Built};
+use spork_sim::verilate::Design;
+use spork_sim::{Model, SimError};
+
+use super::spec::{ModelSpec, SimSpec};
+use super::stream;
+use crate::datapath::tensor::TensorBuf;
+
+/// A model's verilated design, loaded.
+#[derive(Clone, Debug)]
+pub struct Rtl {
+    pub model: Model,
+    pub built: Built,
+    pub sim: SimSpec,
+}
+
+/// Why a model's RTL cannot run on the simulated board.
+#[derive(Debug, thiserror::Error)]
+pub enum RtlError {
+    #[error("{model}: {source}")]
+    Sim { model: String, source: SimError },
+    #[error(
+        "{model}: {port} is {width} bits, the {what} need {need}\n  fix: widen it to at least {need} bits (beat i \
+         packs element i of every tensor from bit 0 up)"
+    )]
+    Width { model: String, port: String, width: u32, what: &'static str, need: usize },
+}
+
+impl Rtl {
+    /// Verilates (or finds in the cache) and loads `spec`'s `[fpga.sim]`, and checks its ports.
+    pub fn load(spec: &ModelSpec, sim: &SimSpec) -> Result<Rtl, RtlError> {
+        let err = |source| RtlError::Sim { model: spec.name.clone(), source };
+        let design = Design {
+            name: spec.name.clone(),
+            top: sim.top.clone(),
+            sources: sim.sources.clone(),
+            dir: spec.dir.clone(),
+            waivers: None,
+            strict: false,
+        };
+        let built = cache::verilated(&design).map_err(err)?;
+        let model = Model::load_path(&built.library).map_err(err)?;
+        let rtl = Rtl { model, built, sim: sim.clone() };
+        let axis = rtl.instance().map_err(err)?;
+        for (what, tensors, (port, width)) in [
+            ("inputs", &spec.inputs, (&sim.ports.input, axis.widths.0)),
+            ("outputs", &spec.outputs, (&sim.ports.output, axis.widths.1)),
+        ] {
+            let need: usize = tensors.iter().map(|t| t.dtype.size() * 8).sum();
+            if (width as usize) < need {
+                let port = format!("{port}_tdata");
+                return Err(RtlError::Width { model: spec.name.clone(), port, width, what, need });
+            }
+        }
+        Ok(rtl)
+    }
+
+    /// A fresh instance, reset.
+    pub fn instance(&self) -> Result<Axis, SimError> {
+        Axis::new(&self.model, &self.sim.ports)
+    }
+
+    /// Streams `inputs` through `axis` into `outputs` (sized beforehand); `ready` is the output's
+    /// TREADY per cycle. Returns the cycles taken.
+    pub fn run(
+        &self,
+        axis: &mut Axis,
+        inputs: &[TensorBuf],
+        outputs: &mut [TensorBuf],
+        ready: impl FnMut(u64) -> bool,
+    ) -> Result<u64, SimError> {
+        let beats = stream::beats(inputs, self.sim.last);
+        let out = axis.run(&beats, stream::expected(outputs), ready)?;
+        stream::unpack(&out.beats, outputs);
+        Ok(out.cycles)
+    }
+}

@@ -1,0 +1,477 @@
+//! A checked model: `model.toml` read, every rule of format 1 applied, every path resolved and found.
+//! Each refusal names the file, line and column, and the fix.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use spork_kernel::ffi::DType;
+use spork_sim::axis::AxisPorts;
+
+use super::file::{self, DimEntry, ModelFile, TensorFile};
+use super::shape::{Dim, DimExpr};
+use crate::input::{InputError, Location};
+
+/// A model's tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<DimExpr>,
+}
+
+/// Where a model's CPU code comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuCode {
+    /// C or C++ sources Spork compiles (paths resolved).
+    Sources(Vec<PathBuf>),
+    /// A library the user built.
+    Library(PathBuf),
+}
+
+/// `[cpu]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuSpec {
+    pub code: CpuCode,
+    pub config: String,
+}
+
+/// Where TLAST falls on the input stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Last {
+    /// The last beat of each row (innermost dimension).
+    Row,
+    /// The last beat of the request.
+    Request,
+}
+
+/// `[fpga.sim]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSpec {
+    /// Sources relative to the model's folder, as written (so Verilator's messages read as the user's).
+    pub sources: Vec<PathBuf>,
+    pub top: String,
+    pub ports: AxisPorts,
+    pub last: Last,
+}
+
+/// `[fpga.model]`: the emulated board's timing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TimingSpec {
+    /// From a manifest `spork kernel synth` wrote.
+    Manifest(PathBuf),
+    /// Given inline.
+    Given { clock_mhz: f64, items_per_cycle: f64, latency_cycles: u64 },
+}
+
+/// `[fpga.alveo]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlveoSpec {
+    pub xclbin: PathBuf,
+    pub kernel: String,
+    pub arguments: Vec<String>,
+}
+
+/// `[fpga.f1]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct F1Spec {
+    pub agfi: String,
+    pub kernel: String,
+}
+
+/// A model of the repository, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// The folder's name.
+    pub name: String,
+    /// The folder.
+    pub dir: PathBuf,
+    pub description: String,
+    pub deadline_factor: Option<f64>,
+    pub dims: Vec<Dim>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    /// Dimensions (indices into `dims`) whose product counts items; empty: the first input's elements.
+    pub items: Vec<usize>,
+    /// Brownout's optional part: each input's and output's optional name, in order.
+    pub optional: Option<(Vec<String>, Vec<String>)>,
+    pub cpu: Option<CpuSpec>,
+    pub sim: Option<SimSpec>,
+    pub timing: Option<TimingSpec>,
+    pub alveo: Option<AlveoSpec>,
+    pub f1: Option<F1Spec>,
+}
+
+/// Most elements one tensor may have at its largest dimensions (2^32: 4 Gi).
+const MAX_ELEMENTS: u64 = 1 << 32;
+
+/// Reads and checks the model in `dir`.
+pub fn load(dir: &Path) -> Result<ModelSpec, InputError> {
+    let path = dir.join("model.toml");
+    let text = InputError::read(&path)?;
+    parse(dir, &path, &text)
+}
+
+/// Checks `text`, read from `path` in the model folder `dir`.
+pub fn parse(dir: &Path, path: &Path, text: &str) -> Result<ModelSpec, InputError> {
+    let fix = "see docs/model-repository.md for model.toml's format";
+    let raw: ModelFile = toml::from_str(text).map_err(|e| InputError::from_toml(path, text, &e, fix))?;
+    Checker { dir, path, text }.model(raw)
+}
+
+struct Checker<'a> {
+    dir: &'a Path,
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Checker<'_> {
+    fn err(&self, span: Range<usize>, field: &str, problem: String, fix: &str) -> InputError {
+        InputError::invalid(Location::at(self.path, self.text, span.start), field, problem, fix)
+    }
+
+    fn model(&self, raw: ModelFile) -> Result<ModelSpec, InputError> {
+        let name = model_name(self.dir)?;
+        if *raw.format.get_ref() != file::FORMAT {
+            let problem = format!("format {} is not one this Spork reads", raw.format.get_ref());
+            let fix = "write format = 1, or upgrade Spork if the model was written for a newer one";
+            return Err(self.err(raw.format.span(), "format", problem, fix));
+        }
+        if let Some(d) = &raw.deadline_factor
+            && !(d.get_ref().is_finite() && *d.get_ref() >= 1.0)
+        {
+            let fix = "give a factor of at least 1 (the deadline is this times the service time)";
+            return Err(self.err(d.span(), "deadline_factor", format!("{} is not a factor", d.get_ref()), fix));
+        }
+        let dims = self.dims(&raw)?;
+        let inputs = self.tensors(&raw.inputs, "input", &dims, false)?;
+        let outputs = self.tensors(&raw.outputs, "output", &dims, true)?;
+        if inputs.is_empty() || outputs.is_empty() {
+            let fix = "declare at least one [[input]] and one [[output]]";
+            return Err(self.err(0..0, "input", "a model needs inputs and outputs".into(), fix));
+        }
+        self.unique_names(&raw, &inputs, &outputs)?;
+        self.dims_used(&raw, &dims, &inputs)?;
+        let items = self.items(&raw, &dims)?;
+        let optional = raw.optional.as_ref().map(|o| self.optional(o, &inputs, &outputs)).transpose()?;
+        let spec = ModelSpec {
+            name,
+            dir: self.dir.to_path_buf(),
+            description: raw.description.clone(),
+            deadline_factor: raw.deadline_factor.as_ref().map(|d| *d.get_ref()),
+            dims,
+            inputs,
+            outputs,
+            items,
+            optional,
+            cpu: raw.cpu.as_ref().map(|c| self.cpu(c)).transpose()?,
+            sim: raw.fpga.sim.as_ref().map(|s| self.sim(s)).transpose()?,
+            timing: raw.fpga.model.as_ref().map(|m| self.timing(m)).transpose()?,
+            alveo: raw.fpga.alveo.as_ref().map(|a| self.alveo(a)).transpose()?,
+            f1: raw.fpga.f1.as_ref().map(|f| self.f1(f)).transpose()?,
+        };
+        if let (Some(sim), Some(s)) = (&spec.sim, &raw.fpga.sim) {
+            self.stream_fits(&spec, sim, s.span())?;
+        }
+        Ok(spec)
+    }
+
+    fn dims(&self, raw: &ModelFile) -> Result<Vec<Dim>, InputError> {
+        let mut dims = Vec::new();
+        for (name, d) in &raw.dims {
+            let field = format!("dims.{name}");
+            if !is_identifier(name) {
+                let fix = "name dimensions with letters, digits and _ (starting with a letter)";
+                return Err(self.err(d.span(), &field, format!("'{name}' is not a dimension name"), fix));
+            }
+            let b = d.get_ref();
+            if b.min == 0 || b.min > b.max || b.max > MAX_ELEMENTS {
+                let fix = "give 1 <= min <= max <= 4294967296";
+                let problem = format!("bounds {}..={} are not a dimension's", b.min, b.max);
+                return Err(self.err(d.span(), &field, problem, fix));
+            }
+            dims.push(Dim { name: name.clone(), min: b.min, max: b.max });
+        }
+        Ok(dims)
+    }
+
+    fn tensors(
+        &self,
+        raw: &[TensorFile],
+        what: &str,
+        dims: &[Dim],
+        output: bool,
+    ) -> Result<Vec<TensorSpec>, InputError> {
+        raw.iter().map(|t| self.tensor(t, what, dims, output)).collect()
+    }
+
+    fn tensor(&self, t: &TensorFile, what: &str, dims: &[Dim], output: bool) -> Result<TensorSpec, InputError> {
+        let name = t.name.get_ref();
+        if !is_identifier(name) {
+            let fix = "name tensors with letters, digits and _ (starting with a letter)";
+            return Err(self.err(t.name.span(), what, format!("'{name}' is not a tensor name"), fix));
+        }
+        let dtype = DType::parse(t.datatype.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+            let problem = format!("datatype '{}' is not one the C ABI takes", t.datatype.get_ref());
+            let fix = format!("use one of {}", known.join(", "));
+            self.err(t.datatype.span(), &format!("{what}.datatype"), problem, &fix)
+        })?;
+        let entries = t.shape.get_ref();
+        if entries.is_empty() || entries.len() > spork_kernel::MAX_RANK {
+            let fix = "give between 1 and 8 dimensions";
+            let problem = format!("{name} has {} dimensions", entries.len());
+            return Err(self.err(t.shape.span(), &format!("{what}.shape"), problem, fix));
+        }
+        let mut shape = Vec::new();
+        for e in entries {
+            shape.push(self.dim_expr(e, dims, output, &format!("{what}.shape"))?);
+        }
+        let largest = shape.iter().try_fold(1u64, |a, d| a.checked_mul(d.at_max(dims)));
+        if largest.is_none_or(|n| n > MAX_ELEMENTS) {
+            let fix = "lower the dimensions' max (a tensor holds at most 2^32 elements)";
+            let problem = format!("{name} can hold more than 2^32 elements");
+            return Err(self.err(t.shape.span(), &format!("{what}.shape"), problem, fix));
+        }
+        Ok(TensorSpec { name: name.clone(), dtype, shape })
+    }
+
+    fn dim_expr(
+        &self,
+        e: &toml::Spanned<DimEntry>,
+        dims: &[Dim],
+        output: bool,
+        field: &str,
+    ) -> Result<DimExpr, InputError> {
+        let expr = match e.get_ref() {
+            DimEntry::Fixed(n) if *n >= 1 => DimExpr::Fixed(*n as u64),
+            DimEntry::Fixed(n) => {
+                let fix = "fixed dimensions are at least 1";
+                return Err(self.err(e.span(), field, format!("{n} is not a dimension"), fix));
+            }
+            DimEntry::Named(s) => DimExpr::parse(s, dims).map_err(|why| {
+                self.err(e.span(), field, why, "write a [dims] name, or NAME-k / NAME+k in an output")
+            })?,
+        };
+        if let DimExpr::Var { offset, .. } = expr
+            && offset != 0
+            && !output
+        {
+            let fix = "an input's dimensions are plain names or numbers; offsets belong to outputs";
+            return Err(self.err(e.span(), field, "an offset in an input's shape".into(), fix));
+        }
+        if expr.at_min(dims) < 1 {
+            let fix = "raise the dimension's min so that every output dimension is at least 1";
+            return Err(self.err(e.span(), field, "this dimension can be 0 or less".into(), fix));
+        }
+        Ok(expr)
+    }
+
+    fn unique_names(&self, raw: &ModelFile, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<(), InputError> {
+        let mut seen = BTreeSet::new();
+        let spans = raw.inputs.iter().chain(&raw.outputs).map(|t| t.name.span());
+        for (t, span) in inputs.iter().chain(outputs).zip(spans) {
+            if !seen.insert(t.name.as_str()) {
+                let fix = "give every input and output its own name";
+                return Err(self.err(span, "name", format!("'{}' is used twice", t.name), fix));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every dimension is bound by some input, so the outputs' shapes follow from the inputs'.
+    fn dims_used(&self, raw: &ModelFile, dims: &[Dim], inputs: &[TensorSpec]) -> Result<(), InputError> {
+        for (i, d) in dims.iter().enumerate() {
+            let used = inputs.iter().flat_map(|t| &t.shape).any(|e| e.var() == Some(i));
+            if !used {
+                let span = raw.dims.get(&d.name).map_or(0..0, |s| s.span());
+                let fix = "use it in an input's shape, or remove it";
+                return Err(self.err(span, &format!("dims.{}", d.name), "no input has this dimension".into(), fix));
+            }
+        }
+        Ok(())
+    }
+
+    fn items(&self, raw: &ModelFile, dims: &[Dim]) -> Result<Vec<usize>, InputError> {
+        let Some(items) = &raw.items else { return Ok(Vec::new()) };
+        items
+            .get_ref()
+            .iter()
+            .map(|n| {
+                dims.iter().position(|d| &d.name == n).ok_or_else(|| {
+                    let fix = "list [dims] names whose product counts a request's items";
+                    self.err(items.span(), "items", format!("'{n}' is not a dimension"), fix)
+                })
+            })
+            .collect()
+    }
+
+    fn optional(
+        &self,
+        o: &toml::Spanned<file::OptionalFile>,
+        inputs: &[TensorSpec],
+        outputs: &[TensorSpec],
+    ) -> Result<(Vec<String>, Vec<String>), InputError> {
+        let map = |tensors: &[TensorSpec], names: &std::collections::BTreeMap<String, String>, what: &str| {
+            if names.len() != tensors.len() {
+                let fix = format!("give every {what} an optional name, and only those");
+                return Err(self.err(o.span(), "optional", format!("{} {what} names for {} {what}s", names.len(), tensors.len()), &fix));
+            }
+            tensors
+                .iter()
+                .map(|t| {
+                    let n = names.get(&t.name).filter(|n| is_identifier(n)).ok_or_else(|| {
+                        let fix = format!("map {what} '{}' to a new name", t.name);
+                        self.err(o.span(), "optional", format!("no optional name for '{}'", t.name), &fix)
+                    })?;
+                    if inputs.iter().chain(outputs).any(|x| &x.name == n) {
+                        let fix = "an optional part's names differ from the mandatory part's";
+                        return Err(self.err(o.span(), "optional", format!("'{n}' is already a tensor"), fix));
+                    }
+                    Ok(n.clone())
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let o_ref = o.get_ref();
+        Ok((map(inputs, &o_ref.inputs, "input")?, map(outputs, &o_ref.outputs, "output")?))
+    }
+
+    /// A path relative to the model's folder, which must name an existing file.
+    fn file(&self, p: &toml::Spanned<String>, field: &str, fix: &str) -> Result<PathBuf, InputError> {
+        let rel = PathBuf::from(p.get_ref());
+        let full = self.dir.join(&rel);
+        if !full.is_file() {
+            let problem = format!("{} does not exist (looked for {})", rel.display(), full.display());
+            return Err(self.err(p.span(), field, problem, fix));
+        }
+        Ok(rel)
+    }
+
+    fn cpu(&self, c: &toml::Spanned<file::CpuFile>) -> Result<CpuSpec, InputError> {
+        let r = c.get_ref();
+        let fix = "give the path relative to the model's folder";
+        let code = match (&r.sources, &r.library) {
+            (Some(s), None) if !s.is_empty() => {
+                let paths = s.iter().map(|p| self.file(p, "cpu.sources", fix)).collect::<Result<Vec<_>, _>>()?;
+                CpuCode::Sources(paths)
+            }
+            (None, Some(l)) => CpuCode::Library(self.dir.join(self.file(l, "cpu.library", fix)?)),
+            _ => {
+                let fix = "give either sources = [\"cpu/x.c\"] (compiled by Spork) or library = \"libx.so\"";
+                return Err(self.err(c.span(), "cpu", "needs exactly one of sources and library".into(), fix));
+            }
+        };
+        Ok(CpuSpec { code, config: r.config.clone() })
+    }
+
+    fn sim(&self, s: &toml::Spanned<file::SimFile>) -> Result<SimSpec, InputError> {
+        let r = s.get_ref();
+        if r.sources.is_empty() || !is_identifier(&r.top) {
+            let fix = "give sources = [\"rtl/x.v\"] and the top module's name";
+            return Err(self.err(s.span(), "fpga.sim", "needs sources and a top module".into(), fix));
+        }
+        let fix = "give the Verilog path relative to the model's folder";
+        let sources = r.sources.iter().map(|p| self.file(p, "fpga.sim.sources", fix)).collect::<Result<_, _>>()?;
+        let last = match r.last.as_ref().map(|l| l.get_ref().as_str()) {
+            None | Some("row") => Last::Row,
+            Some("request") => Last::Request,
+            Some(other) => {
+                let span = r.last.as_ref().map_or(s.span(), |l| l.span());
+                let fix = "write last = \"row\" or last = \"request\"";
+                return Err(self.err(span, "fpga.sim.last", format!("'{other}' is not a TLAST rule"), fix));
+            }
+        };
+        let d = AxisPorts::default();
+        let reset = match &r.reset {
+            None => d.reset,
+            Some(n) if n.is_empty() => None,
+            Some(n) => Some(n.clone()),
+        };
+        let ports = AxisPorts {
+            clock: r.clock.clone().unwrap_or(d.clock),
+            reset,
+            input: r.input.clone().unwrap_or(d.input),
+            output: r.output.clone().unwrap_or(d.output),
+        };
+        Ok(SimSpec { sources, top: r.top.clone(), ports, last })
+    }
+
+    /// The zip packing: inputs share one shape (and so an element count), outputs another, and
+    /// each side's elements fit one 64-bit beat.
+    fn stream_fits(&self, spec: &ModelSpec, _sim: &SimSpec, span: Range<usize>) -> Result<(), InputError> {
+        for (what, tensors) in [("inputs", &spec.inputs), ("outputs", &spec.outputs)] {
+            if tensors.iter().any(|t| t.shape != tensors[0].shape) {
+                let fix = "the stream carries element i of every tensor in one beat: give them one shape";
+                return Err(self.err(span.clone(), "fpga.sim", format!("the {what} differ in shape"), fix));
+            }
+            let bits: usize = tensors.iter().map(|t| t.dtype.size() * 8).sum();
+            if bits > 64 {
+                let fix = "the simulated board's TDATA is at most 64 bits";
+                return Err(self.err(span.clone(), "fpga.sim", format!("the {what} need {bits}-bit beats"), fix));
+            }
+        }
+        Ok(())
+    }
+
+    fn timing(&self, m: &toml::Spanned<file::TimingFile>) -> Result<TimingSpec, InputError> {
+        let r = m.get_ref();
+        match (&r.manifest, r.clock_mhz, r.items_per_cycle) {
+            (Some(p), None, None) => {
+                let fix = "run `spork kernel synth DIR` to write it, or give clock_mhz and items_per_cycle";
+                Ok(TimingSpec::Manifest(self.dir.join(self.file(p, "fpga.model.manifest", fix)?)))
+            }
+            (None, Some(c), Some(i)) if c.is_finite() && c > 0.0 && i.is_finite() && i > 0.0 => {
+                Ok(TimingSpec::Given { clock_mhz: c, items_per_cycle: i, latency_cycles: r.latency_cycles.unwrap_or(0) })
+            }
+            _ => {
+                let fix = "give manifest = \"synth.toml\", or clock_mhz and items_per_cycle (both positive)";
+                Err(self.err(m.span(), "fpga.model", "no timing".into(), fix))
+            }
+        }
+    }
+
+    fn alveo(&self, a: &toml::Spanned<file::AlveoFile>) -> Result<AlveoSpec, InputError> {
+        let r = a.get_ref();
+        let fix = "give the xclbin's path relative to the model's folder (scripts/build-xclbin.sh writes one)";
+        let xclbin = self.dir.join(self.file(&r.xclbin, "fpga.alveo.xclbin", fix)?);
+        if let Some(bad) = r.arguments.iter().find(|a| !["in", "out", "items"].contains(&a.as_str())) {
+            let fix = "arguments are \"in\", \"out\" (buffers) or \"items\" (a count)";
+            return Err(self.err(a.span(), "fpga.alveo.arguments", format!("'{bad}' is not an argument kind"), fix));
+        }
+        Ok(AlveoSpec { xclbin, kernel: r.kernel.clone(), arguments: r.arguments.clone() })
+    }
+
+    fn f1(&self, f: &toml::Spanned<file::F1File>) -> Result<F1Spec, InputError> {
+        let r = f.get_ref();
+        let agfi = r.agfi.get_ref();
+        let hex = agfi.strip_prefix("agfi-").is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()));
+        if !hex {
+            let fix = "give the AGFI id AWS returned (agfi-0123456789abcdef0)";
+            return Err(self.err(r.agfi.span(), "fpga.f1.agfi", format!("'{agfi}' is not an AGFI id"), fix));
+        }
+        Ok(F1Spec { agfi: agfi.clone(), kernel: r.kernel.clone() })
+    }
+}
+
+/// The model's name: its folder's, which must be a name the protocol can carry in a URL.
+fn model_name(dir: &Path) -> Result<String, InputError> {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && !name.starts_with('.');
+    if !ok {
+        let location = Location { path: dir.join("model.toml"), line: 1, column: 1 };
+        let fix = "rename the folder: letters, digits, _ - . (at most 64, not starting with .)";
+        return Err(InputError::invalid(location, "name", format!("'{name}' is not a model name"), fix));
+    }
+    Ok(name)
+}
+
+/// Letters, digits and `_`, starting with a letter or `_`.
+pub fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next().is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+        && s.len() <= 64
+}
