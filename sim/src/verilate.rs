@@ -129,7 +129,12 @@ pub struct Design {
 
 /// Verilates `design` into `out/<name>/` and compiles `out/libspork_model_<name>.so`, linked to the
 /// runtime library at `runtime` (found through `rpath`, which is `$ORIGIN` when both share `out`).
-pub fn build(tools: &Toolchain, design: &Design, out: &Path, runtime: &Path) -> Result<PathBuf, VerilateError> {
+pub fn build(
+    tools: &Toolchain,
+    design: &Design,
+    out: &Path,
+    runtime: &Path,
+) -> Result<PathBuf, VerilateError> {
     let dir = out.join(&design.name);
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -188,7 +193,14 @@ fn unit(dir: &Path, name: &str, prefix: &str, ports: &[Port]) -> Result<PathBuf,
     let _ = writeln!(unit, "#define SPORK_PORT_COUNT {}", ports.len());
     unit.push_str("#define SPORK_PORTS(X) \\\n");
     for (i, p) in ports.iter().enumerate() {
-        let _ = writeln!(unit, "  X({i}, {}, {:?}, {}, {}) \\", p.member, p.verilog_name(), p.width, u8::from(p.input));
+        let _ = writeln!(
+            unit,
+            "  X({i}, {}, {:?}, {}, {}) \\",
+            p.member,
+            p.verilog_name(),
+            p.width,
+            u8::from(p.input)
+        );
     }
     unit.push('\n');
     let shim = dir.join("spork_shim.inc");
@@ -245,7 +257,8 @@ fn parse_ports(header: &str) -> Result<Vec<Port>, VerilateError> {
 
 /// Verilator's `%Error` and `%Warning` lines (with file:line), else its whole output.
 fn errors(log: &str) -> String {
-    let lines: Vec<&str> = log.lines().filter(|l| l.starts_with("%Error") || l.starts_with("%Warning")).collect();
+    let lines: Vec<&str> =
+        log.lines().filter(|l| l.starts_with("%Error") || l.starts_with("%Warning")).collect();
     if lines.is_empty() { log.trim().to_string() } else { lines.join("\n") }
 }
 

@@ -86,7 +86,9 @@ const TEMPLATE: [(&str, &str); 6] = [
 
 fn new(name: &str, parent: &Path) -> anyhow::Result<()> {
     if !is_identifier(name) {
-        bail!("'{name}' is not a model name: use letters, digits and _ (starting with a letter); it names a Verilog module");
+        bail!(
+            "'{name}' is not a model name: use letters, digits and _ (starting with a letter); it names a Verilog module"
+        );
     }
     let dir = parent.join(name);
     if dir.exists() {
@@ -96,7 +98,8 @@ fn new(name: &str, parent: &Path) -> anyhow::Result<()> {
     let abi = abi.canonicalize().unwrap_or(abi);
     for (path, text) in TEMPLATE.into_iter().chain([("cpu/spork_kernel.h", HEADER)]) {
         let path = dir.join(path.replace("{{name}}", name));
-        let text = text.replace("{{name}}", name).replace("{{spork_kernel_path}}", &abi.display().to_string());
+        let text =
+            text.replace("{{name}}", name).replace("{{spork_kernel_path}}", &abi.display().to_string());
         std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -183,7 +186,8 @@ fn lint(dir: &Path) -> anyhow::Result<()> {
         .args(&sim.sources)
         .output()
         .context("running verilator (install it: apt-get install -y verilator)")?;
-    let messages = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let messages =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() || !messages.trim().is_empty() {
         bail!("{}: Verilator's lint found problems:\n{}", spec.name, messages.trim());
     }
@@ -201,7 +205,12 @@ fn build(dir: &Path) -> anyhow::Result<()> {
     if let Some(sim) = &spec.sim {
         let rtl = Rtl::load(&spec, sim)?;
         let how = if rtl.built.cached { "cache hit" } else { "verilated and compiled" };
-        out!("{}: RTL {how} in {:.2} s ({})", spec.name, rtl.built.took.as_secs_f64(), rtl.built.library.display());
+        out!(
+            "{}: RTL {how} in {:.2} s ({})",
+            spec.name,
+            rtl.built.took.as_secs_f64(),
+            rtl.built.library.display()
+        );
     }
     Ok(())
 }

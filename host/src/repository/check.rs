@@ -79,9 +79,13 @@ pub struct CheckReport {
 /// Why a check could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
-    #[error("{0} has no [cpu] implementation to check against\n  fix: add [cpu] sources or library to model.toml")]
+    #[error(
+        "{0} has no [cpu] implementation to check against\n  fix: add [cpu] sources or library to model.toml"
+    )]
     NoCpu(String),
-    #[error("{0} has no [fpga.sim] implementation to check\n  fix: add [fpga.sim] sources and top to model.toml")]
+    #[error(
+        "{0} has no [fpga.sim] implementation to check\n  fix: add [fpga.sim] sources and top to model.toml"
+    )]
     NoSim(String),
     #[error(transparent)]
     Abi(#[from] AbiError),
@@ -110,8 +114,13 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
     for i in 0..opts.requests {
         plan.push((format!("random {}", i + 1), spec.random_dims(&mut rng, opts.cap), true));
     }
-    let mut report =
-        CheckReport { cases: Vec::new(), mismatch: None, cycles_per_item: 0.0, cached: rtl.built.cached, verilate_s: rtl.built.took.as_secs_f64() };
+    let mut report = CheckReport {
+        cases: Vec::new(),
+        mismatch: None,
+        cycles_per_item: 0.0,
+        cached: rtl.built.cached,
+        verilate_s: rtl.built.took.as_secs_f64(),
+    };
     for (label, values, backpressure) in plan {
         let mut inputs = spec.random_inputs(&values, &mut rng);
         let mut want = spec.outputs_for(&values);
@@ -127,7 +136,13 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
         if label == "max" {
             report.cycles_per_item = cycles as f64 / items.max(1) as f64;
         }
-        let dims = spec.dims.iter().zip(&values).map(|(d, v)| format!("{}={v}", d.name)).collect::<Vec<_>>().join(" ");
+        let dims = spec
+            .dims
+            .iter()
+            .zip(&values)
+            .map(|(d, v)| format!("{}={v}", d.name))
+            .collect::<Vec<_>>()
+            .join(" ");
         report.cases.push(Case { label: label.clone(), dims, items, cycles });
         if let Some(m) = first_difference(spec, &label, &got, &want) {
             report.mismatch = Some(m);
@@ -139,7 +154,9 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
 
 /// Inputs' and outputs' names as C strings, in order.
 pub fn names(spec: &ModelSpec) -> (Vec<CString>, Vec<CString>) {
-    let c = |ts: &[super::spec::TensorSpec]| ts.iter().map(|t| CString::new(t.name.clone()).unwrap_or_default()).collect();
+    let c = |ts: &[super::spec::TensorSpec]| {
+        ts.iter().map(|t| CString::new(t.name.clone()).unwrap_or_default()).collect()
+    };
     (c(&spec.inputs), c(&spec.outputs))
 }
 

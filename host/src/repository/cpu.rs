@@ -23,11 +23,17 @@ const ERR_LEN: usize = 1024;
 /// Why a model's CPU code cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum AbiError {
-    #[error("compiling {model}'s CPU sources failed:\n{log}\n  fix: correct the sources (messages name file:line)")]
+    #[error(
+        "compiling {model}'s CPU sources failed:\n{log}\n  fix: correct the sources (messages name file:line)"
+    )]
     Compile { model: String, log: String },
-    #[error("no C compiler: {0}\n  fix: install one (Debian/Ubuntu: apt-get install -y gcc g++) or set CC/CXX")]
+    #[error(
+        "no C compiler: {0}\n  fix: install one (Debian/Ubuntu: apt-get install -y gcc g++) or set CC/CXX"
+    )]
     NoCompiler(String),
-    #[error("cannot open {path}: {reason}\n  fix: build the library for this machine, or list its sources in [cpu] sources")]
+    #[error(
+        "cannot open {path}: {reason}\n  fix: build the library for this machine, or list its sources in [cpu] sources"
+    )]
     Open { path: PathBuf, reason: String },
     #[error(
         "{path} does not export {symbol}\n  fix: define all four functions of spork_kernel.h (describe, init, run, \
@@ -92,7 +98,11 @@ impl CpuLibrary {
         // SAFETY: describe takes nothing and returns static data (or null, refused below).
         let info = unsafe { describe() };
         if info.is_null() {
-            return Err(AbiError::Version { path: path.to_path_buf(), found: 0, expected: spork_kernel::ABI_VERSION });
+            return Err(AbiError::Version {
+                path: path.to_path_buf(),
+                found: 0,
+                expected: spork_kernel::ABI_VERSION,
+            });
         }
         // SAFETY: non-null, pointing to the library's static `spork_kernel_info`.
         let info = unsafe { &*info };
@@ -203,7 +213,8 @@ fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiE
         h.update([0]);
     }
     for s in sources {
-        let bytes = std::fs::read(dir.join(s)).map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(s).display())))?;
+        let bytes = std::fs::read(dir.join(s))
+            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(s).display())))?;
         h.update(s.display().to_string().as_bytes());
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
@@ -232,7 +243,9 @@ fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiE
         Err(e) => Some(AbiError::NoCompiler(format!("{compiler}: {e}"))),
         Ok(o) if !o.status.success() => Some(AbiError::Compile {
             model: model.into(),
-            log: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)).trim().into(),
+            log: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+                .trim()
+                .into(),
         }),
         Ok(_) => None,
     };

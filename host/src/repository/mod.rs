@@ -27,7 +27,11 @@ use crate::input::InputError;
 /// A repository folder's models: each folder holding a `model.toml`, loaded or refused on its own
 /// (one bad model does not keep the others out), sorted by name.
 pub fn scan(dir: &Path) -> Result<Vec<(PathBuf, Result<ModelSpec, InputError>)>, InputError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io { action: "list", path: dir.to_path_buf(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io {
+        action: "list",
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut folders: Vec<PathBuf> =
         entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("model.toml").is_file()).collect();
     folders.sort();

@@ -13,7 +13,12 @@ impl ModelSpec {
     /// The dimensions `inputs` bind (each checked), or why they do not fit.
     pub fn bind(&self, inputs: &[TensorBuf]) -> Result<Vec<u64>, String> {
         if inputs.len() != self.inputs.len() {
-            return Err(format!("model '{}' takes {} inputs, not {}", self.name, self.inputs.len(), inputs.len()));
+            return Err(format!(
+                "model '{}' takes {} inputs, not {}",
+                self.name,
+                self.inputs.len(),
+                inputs.len()
+            ));
         }
         for (t, s) in inputs.iter().zip(&self.inputs) {
             if t.dtype != s.dtype {

@@ -24,7 +24,8 @@ impl DimExpr {
         let s = s.trim();
         let (name, offset) = match s.find(['-', '+']) {
             Some(i) => {
-                let k: i64 = s[i + 1..].trim().parse().map_err(|_| format!("'{s}' is not NAME, NAME-k or NAME+k"))?;
+                let k: i64 =
+                    s[i + 1..].trim().parse().map_err(|_| format!("'{s}' is not NAME, NAME-k or NAME+k"))?;
                 if !(0..=1 << 20).contains(&k) {
                     return Err(format!("the offset in '{s}' is out of range"));
                 }
@@ -32,7 +33,8 @@ impl DimExpr {
             }
             None => (s, 0),
         };
-        let var = dims.iter().position(|d| d.name == name).ok_or_else(|| format!("'{name}' is not in [dims]"))?;
+        let var =
+            dims.iter().position(|d| d.name == name).ok_or_else(|| format!("'{name}' is not in [dims]"))?;
         Ok(DimExpr::Var { var, offset })
     }
 
@@ -83,7 +85,11 @@ pub fn bind(dims: &[Dim], specs: &[(&str, &[DimExpr])], shapes: &[&[u64]]) -> Re
     let mut values: Vec<Option<u64>> = vec![None; dims.len()];
     for ((name, spec), shape) in specs.iter().zip(shapes) {
         if spec.len() != shape.len() {
-            return Err(format!("input '{name}' has {} dimensions, the model takes {}", shape.len(), spec.len()));
+            return Err(format!(
+                "input '{name}' has {} dimensions, the model takes {}",
+                shape.len(),
+                spec.len()
+            ));
         }
         for (e, &got) in spec.iter().zip(shape.iter()) {
             match *e {
@@ -94,11 +100,17 @@ pub fn bind(dims: &[Dim], specs: &[(&str, &[DimExpr])], shapes: &[&[u64]]) -> Re
                 DimExpr::Var { var, .. } => {
                     let d = &dims[var];
                     if !(d.min..=d.max).contains(&got) {
-                        return Err(format!("input '{name}': {} = {got} is outside {}..={}", d.name, d.min, d.max));
+                        return Err(format!(
+                            "input '{name}': {} = {got} is outside {}..={}",
+                            d.name, d.min, d.max
+                        ));
                     }
                     match values[var] {
                         Some(v) if v != got => {
-                            return Err(format!("input '{name}': {} = {got}, but another input has {} = {v}", d.name, d.name));
+                            return Err(format!(
+                                "input '{name}': {} = {got}, but another input has {} = {v}",
+                                d.name, d.name
+                            ));
                         }
                         _ => values[var] = Some(got),
                     }

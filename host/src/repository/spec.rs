@@ -141,7 +141,12 @@ impl Checker<'_> {
             && !(d.get_ref().is_finite() && *d.get_ref() >= 1.0)
         {
             let fix = "give a factor of at least 1 (the deadline is this times the service time)";
-            return Err(self.err(d.span(), "deadline_factor", format!("{} is not a factor", d.get_ref()), fix));
+            return Err(self.err(
+                d.span(),
+                "deadline_factor",
+                format!("{} is not a factor", d.get_ref()),
+                fix,
+            ));
         }
         let dims = self.dims(&raw)?;
         let inputs = self.tensors(&raw.inputs, "input", &dims, false)?;
@@ -205,7 +210,13 @@ impl Checker<'_> {
         raw.iter().map(|t| self.tensor(t, what, dims, output)).collect()
     }
 
-    fn tensor(&self, t: &TensorFile, what: &str, dims: &[Dim], output: bool) -> Result<TensorSpec, InputError> {
+    fn tensor(
+        &self,
+        t: &TensorFile,
+        what: &str,
+        dims: &[Dim],
+        output: bool,
+    ) -> Result<TensorSpec, InputError> {
         let name = t.name.get_ref();
         if !is_identifier(name) {
             let fix = "name tensors with letters, digits and _ (starting with a letter)";
@@ -267,7 +278,12 @@ impl Checker<'_> {
         Ok(expr)
     }
 
-    fn unique_names(&self, raw: &ModelFile, inputs: &[TensorSpec], outputs: &[TensorSpec]) -> Result<(), InputError> {
+    fn unique_names(
+        &self,
+        raw: &ModelFile,
+        inputs: &[TensorSpec],
+        outputs: &[TensorSpec],
+    ) -> Result<(), InputError> {
         let mut seen = BTreeSet::new();
         let spans = raw.inputs.iter().chain(&raw.outputs).map(|t| t.name.span());
         for (t, span) in inputs.iter().chain(outputs).zip(spans) {
@@ -286,7 +302,12 @@ impl Checker<'_> {
             if !used {
                 let span = raw.dims.get(&d.name).map_or(0..0, |s| s.span());
                 let fix = "use it in an input's shape, or remove it";
-                return Err(self.err(span, &format!("dims.{}", d.name), "no input has this dimension".into(), fix));
+                return Err(self.err(
+                    span,
+                    &format!("dims.{}", d.name),
+                    "no input has this dimension".into(),
+                    fix,
+                ));
             }
         }
         Ok(())
@@ -315,7 +336,12 @@ impl Checker<'_> {
         let map = |tensors: &[TensorSpec], names: &std::collections::BTreeMap<String, String>, what: &str| {
             if names.len() != tensors.len() {
                 let fix = format!("give every {what} an optional name, and only those");
-                return Err(self.err(o.span(), "optional", format!("{} {what} names for {} {what}s", names.len(), tensors.len()), &fix));
+                return Err(self.err(
+                    o.span(),
+                    "optional",
+                    format!("{} {what} names for {} {what}s", names.len(), tensors.len()),
+                    &fix,
+                ));
             }
             tensors
                 .iter()
@@ -326,7 +352,12 @@ impl Checker<'_> {
                     })?;
                     if inputs.iter().chain(outputs).any(|x| &x.name == n) {
                         let fix = "an optional part's names differ from the mandatory part's";
-                        return Err(self.err(o.span(), "optional", format!("'{n}' is already a tensor"), fix));
+                        return Err(self.err(
+                            o.span(),
+                            "optional",
+                            format!("'{n}' is already a tensor"),
+                            fix,
+                        ));
                     }
                     Ok(n.clone())
                 })
@@ -352,13 +383,19 @@ impl Checker<'_> {
         let fix = "give the path relative to the model's folder";
         let code = match (&r.sources, &r.library) {
             (Some(s), None) if !s.is_empty() => {
-                let paths = s.iter().map(|p| self.file(p, "cpu.sources", fix)).collect::<Result<Vec<_>, _>>()?;
+                let paths =
+                    s.iter().map(|p| self.file(p, "cpu.sources", fix)).collect::<Result<Vec<_>, _>>()?;
                 CpuCode::Sources(paths)
             }
             (None, Some(l)) => CpuCode::Library(self.dir.join(self.file(l, "cpu.library", fix)?)),
             _ => {
                 let fix = "give either sources = [\"cpu/x.c\"] (compiled by Spork) or library = \"libx.so\"";
-                return Err(self.err(c.span(), "cpu", "needs exactly one of sources and library".into(), fix));
+                return Err(self.err(
+                    c.span(),
+                    "cpu",
+                    "needs exactly one of sources and library".into(),
+                    fix,
+                ));
             }
         };
         Ok(CpuSpec { code, config: r.config.clone() })
@@ -371,7 +408,8 @@ impl Checker<'_> {
             return Err(self.err(s.span(), "fpga.sim", "needs sources and a top module".into(), fix));
         }
         let fix = "give the Verilog path relative to the model's folder";
-        let sources = r.sources.iter().map(|p| self.file(p, "fpga.sim.sources", fix)).collect::<Result<_, _>>()?;
+        let sources =
+            r.sources.iter().map(|p| self.file(p, "fpga.sim.sources", fix)).collect::<Result<_, _>>()?;
         let last = match r.last.as_ref().map(|l| l.get_ref().as_str()) {
             None | Some("row") => Last::Row,
             Some("request") => Last::Request,
@@ -407,7 +445,12 @@ impl Checker<'_> {
             let bits: usize = tensors.iter().map(|t| t.dtype.size() * 8).sum();
             if bits > 64 {
                 let fix = "the simulated board's TDATA is at most 64 bits";
-                return Err(self.err(span.clone(), "fpga.sim", format!("the {what} need {bits}-bit beats"), fix));
+                return Err(self.err(
+                    span.clone(),
+                    "fpga.sim",
+                    format!("the {what} need {bits}-bit beats"),
+                    fix,
+                ));
             }
         }
         Ok(())
@@ -421,7 +464,11 @@ impl Checker<'_> {
                 Ok(TimingSpec::Manifest(self.dir.join(self.file(p, "fpga.model.manifest", fix)?)))
             }
             (None, Some(c), Some(i)) if c.is_finite() && c > 0.0 && i.is_finite() && i > 0.0 => {
-                Ok(TimingSpec::Given { clock_mhz: c, items_per_cycle: i, latency_cycles: r.latency_cycles.unwrap_or(0) })
+                Ok(TimingSpec::Given {
+                    clock_mhz: c,
+                    items_per_cycle: i,
+                    latency_cycles: r.latency_cycles.unwrap_or(0),
+                })
             }
             _ => {
                 let fix = "give manifest = \"synth.toml\", or clock_mhz and items_per_cycle (both positive)";
@@ -432,11 +479,17 @@ impl Checker<'_> {
 
     fn alveo(&self, a: &toml::Spanned<file::AlveoFile>) -> Result<AlveoSpec, InputError> {
         let r = a.get_ref();
-        let fix = "give the xclbin's path relative to the model's folder (scripts/build-xclbin.sh writes one)";
+        let fix =
+            "give the xclbin's path relative to the model's folder (scripts/build-xclbin.sh writes one)";
         let xclbin = self.dir.join(self.file(&r.xclbin, "fpga.alveo.xclbin", fix)?);
         if let Some(bad) = r.arguments.iter().find(|a| !["in", "out", "items"].contains(&a.as_str())) {
             let fix = "arguments are \"in\", \"out\" (buffers) or \"items\" (a count)";
-            return Err(self.err(a.span(), "fpga.alveo.arguments", format!("'{bad}' is not an argument kind"), fix));
+            return Err(self.err(
+                a.span(),
+                "fpga.alveo.arguments",
+                format!("'{bad}' is not an argument kind"),
+                fix,
+            ));
         }
         Ok(AlveoSpec { xclbin, kernel: r.kernel.clone(), arguments: r.arguments.clone() })
     }
@@ -444,7 +497,9 @@ impl Checker<'_> {
     fn f1(&self, f: &toml::Spanned<file::F1File>) -> Result<F1Spec, InputError> {
         let r = f.get_ref();
         let agfi = r.agfi.get_ref();
-        let hex = agfi.strip_prefix("agfi-").is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()));
+        let hex = agfi
+            .strip_prefix("agfi-")
+            .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()));
         if !hex {
             let fix = "give the AGFI id AWS returned (agfi-0123456789abcdef0)";
             return Err(self.err(r.agfi.span(), "fpga.f1.agfi", format!("'{agfi}' is not an AGFI id"), fix));

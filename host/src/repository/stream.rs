@@ -61,12 +61,19 @@ mod tests {
             b.set_bits(i, 0xfff0 + i as u64);
         }
         let s = beats(&[a, b], Last::Row);
-        assert_eq!(s.iter().map(|b| b.data).collect::<Vec<_>>(), [0xfff0_0001, 0xfff1_0002, 0xfff2_0003, 0xfff3_0004]);
+        assert_eq!(
+            s.iter().map(|b| b.data).collect::<Vec<_>>(),
+            [0xfff0_0001, 0xfff1_0002, 0xfff2_0003, 0xfff3_0004]
+        );
         assert_eq!(s.iter().map(|b| b.last).collect::<Vec<_>>(), [false, true, false, true]);
         let whole = beats(&[TensorBuf::zeroed(DType::Uint8, &[2, 2]).unwrap()], Last::Request);
         assert_eq!(whole.iter().filter(|b| b.last).count(), 1);
-        let mut out = [TensorBuf::zeroed(DType::Uint8, &[2]).unwrap(), TensorBuf::zeroed(DType::Uint16, &[2]).unwrap()];
+        let mut out =
+            [TensorBuf::zeroed(DType::Uint8, &[2]).unwrap(), TensorBuf::zeroed(DType::Uint16, &[2]).unwrap()];
         unpack(&[Beat { data: 0xbeef_07, last: false }, Beat { data: 0x1234_ff, last: true }], &mut out);
-        assert_eq!((out[0].bits(0), out[1].bits(0), out[0].bits(1), out[1].bits(1)), (7, 0xbeef, 0xff, 0x1234));
+        assert_eq!(
+            (out[0].bits(0), out[1].bits(0), out[0].bits(1), out[1].bits(1)),
+            (7, 0xbeef, 0xff, 0x1234)
+        );
     }
 }

@@ -1,0 +1,210 @@
+//! Bring your own kernel: `spork kernel` on fixture kernels no built-in code knows (a saturating
+//! INT16 add, a CRC-8 over rows), their RTL verilated at test time and their CPU side compiled from
+//! C; a wrong RTL variant; a scaffolded kernel; a Rust kernel written as one function; and bad
+//! repositories, each refused with the problem and the fix named.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use spork::datapath::tensor::TensorBuf;
+use spork::repository::check::names;
+use spork::repository::cpu::CpuLibrary;
+use spork::repository::spec;
+use spork_kernel::ffi::DType;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kernels").join(name)
+}
+
+/// `spork kernel ARGS` with its cache in `cache`.
+fn kernel(args: &[&str], dir: &Path, cache: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .arg("kernel")
+        .args(args)
+        .arg(dir)
+        .env("SPORK_CACHE_DIR", cache)
+        .output()
+        .expect("spork runs");
+    eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A cache shared by the tests that do not measure it (the fixtures verilate once).
+fn shared_cache() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spork-kernels-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn correct_kernels_pass_check_on_random_and_edge_shapes() {
+    let cache = shared_cache();
+    for name in ["satadd", "crc8"] {
+        let o = kernel(&["check", "--requests", "12"], &fixture(name), &cache);
+        let t = text(&o);
+        assert!(o.status.success(), "{name}: {t}");
+        // Both edge cases ran at their real bounds, and every request matched.
+        assert!(t.contains("min ") && t.contains("max "), "{t}");
+        assert!(t.contains(&format!("{name}: 14 requests match")), "{t}");
+        // One beat per cycle when nothing holds the output back.
+        assert!(t.contains("1.000 cycles per item"), "{t}");
+    }
+    let max = text(&kernel(&["check", "--requests", "0"], &fixture("crc8"), &cache));
+    assert!(max.contains("L=1024 R=4096") && max.contains("4194304 items"), "{max}");
+}
+
+#[test]
+fn a_wrong_rtl_fails_check_with_the_first_mismatch_named() {
+    let o = kernel(&["check"], &fixture("satadd_wraps"), &shared_cache());
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    // Where, and both values: the CPU side saturates to an INT16 bound where the RTL wrapped.
+    assert!(t.contains("output 'sum' element") && t.contains("(position ["), "{t}");
+    assert!(
+        t.contains("the RTL gave") && (t.contains("the CPU code 32767") || t.contains("the CPU code -32768")),
+        "{t}"
+    );
+}
+
+#[test]
+fn rtl_is_verilated_once_then_found_by_content_hash() {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let model = tempfile::tempdir().expect("temp dir");
+    let dir = model.path().join("satadd");
+    copy_model(&fixture("satadd"), &dir);
+    let first = text(&kernel(&["build"], &dir, cache.path()));
+    assert!(first.contains("RTL verilated and compiled in"), "{first}");
+    let second = text(&kernel(&["build"], &dir, cache.path()));
+    assert!(second.contains("RTL cache hit in"), "{second}");
+    // A changed source is a new key: verilated again.
+    let v = dir.join("rtl/satadd.v");
+    let src = std::fs::read_to_string(&v).expect("source") + "\n// changed\n";
+    std::fs::write(&v, src).expect("write");
+    let third = text(&kernel(&["build"], &dir, cache.path()));
+    assert!(third.contains("RTL verilated and compiled in"), "{third}");
+}
+
+/// Copies a fixture model whose files are all inside its folder.
+fn copy_model(from: &Path, to: &Path) {
+    for sub in ["", "rtl", "cpu"] {
+        std::fs::create_dir_all(to.join(sub)).expect("mkdir");
+        for e in std::fs::read_dir(from.join(sub)).expect("list").flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), to.join(sub).join(e.file_name())).expect("copy");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_repositories_are_refused_naming_the_problem_and_the_fix() {
+    let cache = shared_cache();
+    let cases: [(&str, &[&str]); 7] = [
+        ("missing_source", &["model.toml:", "fpga.sim.sources", "does not exist", "fix:"]),
+        ("syntax_error", &["Verilator refused the design", "rtl/satadd.v:42:33", "syntax error"]),
+        ("no_axis", &["no input port `s_axis_tdata`", "in_a, in_b"]),
+        ("no_symbol", &["does not export spork_kernel_run", "fix:"]),
+        ("abi_mismatch", &["ABI version 99", "takes version 1", "fix: rebuild"]),
+        ("bad_dtype", &["model.toml:", "'FP16' is not one the C ABI takes", "fix: use one of"]),
+        ("unknown_key", &["model.toml:13:", "unknown field `datatyp`"]),
+    ];
+    for (name, wanted) in cases {
+        let o = kernel(&["build"], &fixture(&format!("bad/{name}")), &cache);
+        let t = text(&o);
+        assert!(!o.status.success(), "{name} was accepted: {t}");
+        for w in wanted {
+            assert!(t.contains(w), "{name}: no '{w}' in: {t}");
+        }
+    }
+}
+
+#[test]
+fn a_new_kernel_passes_check_lint_and_synth_as_generated() {
+    let repo = tempfile::tempdir().expect("temp dir");
+    let cache = shared_cache();
+    let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "new", "addone", "--dir"])
+        .arg(repo.path())
+        .output()
+        .expect("spork runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = repo.path().join("addone");
+    for f in
+        ["model.toml", "rtl/addone.v", "cpu/addone.c", "cpu/spork_kernel.h", "rust/src/lib.rs", "README.md"]
+    {
+        assert!(dir.join(f).is_file(), "no {f}");
+    }
+    assert!(text(&kernel(&["check"], &dir, &cache)).contains("addone: 22 requests match"));
+    assert!(kernel(&["lint"], &dir, &cache).status.success());
+    let synth = kernel(&["synth"], &dir, &cache);
+    assert!(synth.status.success(), "{}", text(&synth));
+    // The manifest synth wrote is one the model can time the emulated board by.
+    let toml = std::fs::read_to_string(dir.join("model.toml")).expect("model.toml");
+    let timed =
+        toml.replace("clock_mhz = 250\nitems_per_cycle = 1\nlatency_cycles = 1", "manifest = \"synth.toml\"");
+    assert_ne!(toml, timed, "the template's [fpga.model] lines changed");
+    std::fs::write(dir.join("model.toml"), timed).expect("write");
+    let spec = spec::load(&dir).expect("the model loads with its manifest");
+    assert!(matches!(spec.timing, Some(spec::TimingSpec::Manifest(_))));
+    // A second scaffold of the same name is refused rather than overwriting.
+    let again = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "new", "addone", "--dir"])
+        .arg(repo.path())
+        .output();
+    assert!(text(&again.expect("runs")).contains("already exists"));
+}
+
+#[test]
+fn a_rust_kernel_written_as_one_function_passes_check_through_the_abi() {
+    let repo = tempfile::tempdir().expect("temp dir");
+    let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "new", "rusty", "--dir"])
+        .arg(repo.path())
+        .output()
+        .expect("spork runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = repo.path().join("rusty");
+    let build = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--offline", "--quiet"])
+        .current_dir(dir.join("rust"))
+        .env("CARGO_TARGET_DIR", dir.join("rust/target"))
+        .output()
+        .expect("cargo runs");
+    assert!(build.status.success(), "{}", text(&build));
+    let toml = std::fs::read_to_string(dir.join("model.toml")).expect("model.toml");
+    let rust = toml.replace("sources = [\"cpu/rusty.c\"]", "").replace(
+        "# library = \"rust/target/release/librusty.so\"",
+        "library = \"rust/target/release/librusty.so\"",
+    );
+    std::fs::write(dir.join("model.toml"), rust).expect("write");
+    let t = text(&kernel(&["check"], &dir, &shared_cache()));
+    assert!(t.contains("rusty: 22 requests match"), "{t}");
+}
+
+#[test]
+fn a_kernel_error_reaches_the_caller_with_its_message() {
+    let spec = spec::load(&fixture("satadd")).expect("satadd loads");
+    let lib = CpuLibrary::load(&spec, spec.cpu.as_ref().expect("[cpu]")).expect("library");
+    let mut k = lib.instance().expect("init");
+    let names = names(&spec);
+    // Right shapes, wrong element type: the C code refuses and says why.
+    let mut inputs =
+        vec![TensorBuf::zeroed(DType::Uint16, &[4]).unwrap(), TensorBuf::zeroed(DType::Int16, &[4]).unwrap()];
+    let mut outputs = spec.outputs_for(&[4]);
+    let e = k.run((&names.0, &names.1), &mut inputs, &mut outputs).unwrap_err();
+    assert!(e.contains("satadd: every tensor must be INT16"), "{e}");
+    // And the same state then serves a good request.
+    let mut good =
+        vec![TensorBuf::zeroed(DType::Int16, &[2]).unwrap(), TensorBuf::zeroed(DType::Int16, &[2]).unwrap()];
+    good[0].set_bits(0, 32767);
+    good[1].set_bits(0, 5);
+    good[0].set_bits(1, (-7i16) as u16 as u64);
+    good[1].set_bits(1, 3);
+    let mut out = spec.outputs_for(&spec.bind(&good).expect("binds"));
+    k.run((&names.0, &names.1), &mut good, &mut out).expect("runs");
+    assert_eq!((out[0].show(0), out[0].show(1)), ("32767".into(), "-4".into()));
+}
