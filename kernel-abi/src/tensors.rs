@@ -54,8 +54,8 @@ fn checked<T: Element>(tensors: &[Tensor], index: usize) -> Result<(&Tensor, usi
         return Err(TensorError::Type { index, want: T::DTYPE.name(), got: t.dtype });
     }
     let size = std::mem::size_of::<T>();
-    let aligned = (t.data as usize) % std::mem::align_of::<T>() == 0;
-    if (t.bytes > 0 && (t.data.is_null() || !aligned)) || t.bytes % size as u64 != 0 {
+    let aligned = (t.data as usize).is_multiple_of(std::mem::align_of::<T>());
+    if (t.bytes > 0 && (t.data.is_null() || !aligned)) || !t.bytes.is_multiple_of(size as u64) {
         return Err(TensorError::Layout(index));
     }
     Ok((t, (t.bytes / size as u64) as usize))

@@ -24,9 +24,12 @@ pub use spec::ModelSpec;
 
 use crate::input::InputError;
 
+/// A model folder and what loading it gave.
+pub type Scanned = (PathBuf, Result<ModelSpec, InputError>);
+
 /// A repository folder's models: each folder holding a `model.toml`, loaded or refused on its own
 /// (one bad model does not keep the others out), sorted by name.
-pub fn scan(dir: &Path) -> Result<Vec<(PathBuf, Result<ModelSpec, InputError>)>, InputError> {
+pub fn scan(dir: &Path) -> Result<Vec<Scanned>, InputError> {
     let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io {
         action: "list",
         path: dir.to_path_buf(),

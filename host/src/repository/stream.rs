@@ -70,7 +70,7 @@ mod tests {
         assert_eq!(whole.iter().filter(|b| b.last).count(), 1);
         let mut out =
             [TensorBuf::zeroed(DType::Uint8, &[2]).unwrap(), TensorBuf::zeroed(DType::Uint16, &[2]).unwrap()];
-        unpack(&[Beat { data: 0xbeef_07, last: false }, Beat { data: 0x1234_ff, last: true }], &mut out);
+        unpack(&[Beat { data: 0x00be_ef07, last: false }, Beat { data: 0x0012_34ff, last: true }], &mut out);
         assert_eq!(
             (out[0].bits(0), out[1].bits(0), out[0].bits(1), out[1].bits(1)),
             (7, 0xbeef, 0xff, 0x1234)
