@@ -530,3 +530,68 @@ pub fn is_identifier(s: &str) -> bool {
         && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
         && s.len() <= 64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"format = 1
+items = ["H", "W"]
+[dims]
+H = { min = 3, max = 100 }
+W = { min = 3, max = 256 }
+[[input]]
+name = "image"
+datatype = "UINT8"
+shape = ["H", "W"]
+[[output]]
+name = "magnitudes"
+datatype = "UINT8"
+shape = ["H-2", "W-2"]
+"#;
+
+    fn parse_text(text: &str) -> Result<ModelSpec, String> {
+        parse(Path::new("/nowhere/sobel"), Path::new("sobel/model.toml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_good_model_binds_its_outputs_to_its_inputs() {
+        let m = parse_text(GOOD).unwrap();
+        assert_eq!((m.name.as_str(), m.items.clone()), ("sobel", vec![0, 1]));
+        assert_eq!(m.outputs[0].shape[1].show(&m.dims), "W-2");
+        assert_eq!(m.outputs[0].shape[0].eval(&[5, 9]), 3);
+    }
+
+    #[test]
+    fn each_rule_is_refused_at_its_line_with_a_fix() {
+        let cases = [
+            (GOOD.replace("format = 1", "format = 2"), "sobel/model.toml:1:", "format 2"),
+            (GOOD.replace("min = 3, max = 100", "min = 5, max = 4"), ":4:", "not a dimension's"),
+            (GOOD.replace("\"H-2\"", "\"Q\""), ":14:", "'Q' is not in [dims]"),
+            (GOOD.replace("[\"H\", \"W\"]\n[[output]]", "[\"H+1\", \"W\"]\n[[output]]"), ":10:", "offset in an input"),
+            (GOOD.replace("min = 3, max = 256", "min = 2, max = 256"), ":14:", "can be 0 or less"),
+            (GOOD.replace("\"magnitudes\"", "\"image\""), ":12:", "used twice"),
+            (GOOD.replace("items = [\"H\", \"W\"]", "items = [\"Z\"]"), ":2:", "'Z' is not a dimension"),
+            (GOOD.replace("datatype = \"UINT8\"\nshape = [\"H\"", "datatype = \"BYTES\"\nshape = [\"H\""), ":9:", "'BYTES'"),
+            (GOOD.replace("[[output]]", "colour = 1\n[[output]]"), ":11:", "unknown field `colour`"),
+            (GOOD.to_string() + "[cpu]\nsources = [\"cpu/none.c\"]\n", ":16:", "cpu/none.c does not exist"),
+            (GOOD.to_string() + "[cpu]\nconfig = \"x\"\n", ":15:", "exactly one of sources and library"),
+            (GOOD.to_string() + "[fpga.f1]\nagfi = \"afi-1\"\nkernel = \"k\"\n", ":16:", "not an AGFI id"),
+            (GOOD.to_string() + "[fpga.model]\nclock_mhz = 250\n", "model.toml:", "no timing"),
+        ];
+        for (text, at, what) in cases {
+            let e = parse_text(&text).unwrap_err();
+            assert!(e.contains(at) && e.contains(what) && e.contains("fix:"), "wanted {at} {what}, got: {e}");
+        }
+    }
+
+    #[test]
+    fn an_unused_dimension_and_a_bad_optional_map_are_refused() {
+        let unused = GOOD.replace("[dims]\n", "[dims]\nK = { min = 1, max = 2 }\n");
+        assert!(parse_text(&unused).unwrap_err().contains("no input has this dimension"));
+        let optional = GOOD.to_string() + "[optional]\ninputs = { image = \"refinement\" }\noutputs = {}\n";
+        assert!(parse_text(&optional).unwrap_err().contains("0 output names for 1 outputs"));
+        let good = GOOD.to_string() + "[optional]\ninputs = { image = \"more\" }\noutputs = { magnitudes = \"more_m\" }\n";
+        assert_eq!(parse_text(&good).unwrap().optional, Some((vec!["more".into()], vec!["more_m".into()])));
+    }
+}
