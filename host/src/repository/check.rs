@@ -37,20 +37,26 @@ pub struct Case {
     pub label: String,
     /// The dimensions, as `N=5`.
     pub dims: String,
+    /// Its work items (one per stream beat), for cycles per item.
     pub items: u64,
+    /// Cycles the RTL took on it.
     pub cycles: u64,
 }
 
 /// Where the RTL and the CPU code first disagree.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mismatch {
+    /// The request's label, as in [`Case::label`].
     pub case: String,
+    /// The output tensor's name.
     pub output: String,
     /// Row-major index of the element.
     pub index: usize,
     /// Its position in the output's shape.
     pub position: Vec<u64>,
+    /// The RTL's value, as shown.
     pub rtl: String,
+    /// The CPU code's value, the reference.
     pub cpu: String,
 }
 
@@ -67,34 +73,53 @@ impl std::fmt::Display for Mismatch {
 /// What a check found.
 #[derive(Clone, Debug)]
 pub struct CheckReport {
+    /// Every request checked, in order, up to and including the first mismatch.
     pub cases: Vec<Case>,
+    /// The first disagreement, which ends the check; `None`: the RTL agrees with the CPU code.
     pub mismatch: Option<Mismatch>,
     /// Measured on the largest request without backpressure.
     pub cycles_per_item: f64,
     /// Whether the verilated model came from the cache, and what finding or building it took.
     pub cached: bool,
+    /// Seconds spent finding or verilating it.
     pub verilate_s: f64,
 }
 
 /// Why a check could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
+    /// The model (named) has no `[cpu]`: nothing to check against.
     #[error(
         "{0} has no [cpu] implementation to check against\n  fix: add [cpu] sources or library to model.toml"
     )]
     NoCpu(String),
+    /// The model (named) has no `[fpga.sim]`: no RTL to check.
     #[error(
         "{0} has no [fpga.sim] implementation to check\n  fix: add [fpga.sim] sources and top to model.toml"
     )]
     NoSim(String),
+    /// The CPU code could not be built, opened or initialised.
     #[error(transparent)]
     Abi(#[from] AbiError),
+    /// The RTL could not be verilated or loaded, or its ports are too narrow.
     #[error(transparent)]
     Rtl(#[from] RtlError),
+    /// The CPU code refused a request.
     #[error("{case}: the CPU code failed: {message}")]
-    Cpu { case: String, message: String },
+    Cpu {
+        /// The request's label.
+        case: String,
+        /// The kernel's own message.
+        message: String,
+    },
+    /// The simulation failed on a request, or at reset.
     #[error("{case}: {source}")]
-    Sim { case: String, source: spork_sim::SimError },
+    Sim {
+        /// The request's label, or "reset".
+        case: String,
+        /// What the simulator reported.
+        source: spork_sim::SimError,
+    },
 }
 
 /// Co-simulates `spec`'s RTL against its CPU code.

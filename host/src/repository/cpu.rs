@@ -23,30 +23,64 @@ const ERR_LEN: usize = 1024;
 /// Why a model's CPU code cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum AbiError {
+    /// The C/C++ sources did not compile.
     #[error(
         "compiling {model}'s CPU sources failed:\n{log}\n  fix: correct the sources (messages name file:line)"
     )]
-    Compile { model: String, log: String },
+    Compile {
+        /// The model's name.
+        model: String,
+        /// The compiler's output, which names file:line.
+        log: String,
+    },
+    /// No compiler could be run: which one, and why.
     #[error(
         "no C compiler: {0}\n  fix: install one (Debian/Ubuntu: apt-get install -y gcc g++) or set CC/CXX"
     )]
     NoCompiler(String),
+    /// The library could not be opened (not a shared library for this machine).
     #[error(
         "cannot open {path}: {reason}\n  fix: build the library for this machine, or list its sources in [cpu] sources"
     )]
-    Open { path: PathBuf, reason: String },
+    Open {
+        /// The library.
+        path: PathBuf,
+        /// The loader's message.
+        reason: String,
+    },
+    /// The library lacks one of the ABI's four functions.
     #[error(
         "{path} does not export {symbol}\n  fix: define all four functions of spork_kernel.h (describe, init, run, \
          release) with C linkage (extern \"C\" in C++)"
     )]
-    Symbol { path: PathBuf, symbol: &'static str },
+    Symbol {
+        /// The library.
+        path: PathBuf,
+        /// The missing function.
+        symbol: &'static str,
+    },
+    /// The library was built against another ABI version.
     #[error(
         "{path} was built against ABI version {found}; this Spork takes version {expected}\n  fix: rebuild it \
          against this Spork's spork_kernel.h"
     )]
-    Version { path: PathBuf, found: u32, expected: u32 },
+    Version {
+        /// The library.
+        path: PathBuf,
+        /// The version it was built against (0: `spork_kernel_describe` returned null).
+        found: u32,
+        /// This Spork's version.
+        expected: u32,
+    },
+    /// `spork_kernel_init` gave no state.
     #[error("{model}: spork_kernel_init failed: {message}")]
-    Init { model: String, message: String },
+    Init {
+        /// The name the library gives itself.
+        model: String,
+        /// The kernel's own message.
+        message: String,
+    },
+    /// Reading a source or writing the cache failed (the path and the error).
     #[error("{0}")]
     Io(String),
 }

@@ -13,21 +13,42 @@ use crate::datapath::tensor::TensorBuf;
 /// A model's verilated design, loaded.
 #[derive(Clone, Debug)]
 pub struct Rtl {
+    /// The loaded simulation library, from which instances are made.
     pub model: Model,
+    /// Where the library is, and whether it came from the cache.
     pub built: Built,
+    /// `[fpga.sim]`: the ports to bind and the TLAST rule.
     pub sim: SimSpec,
 }
 
 /// Why a model's RTL cannot run on the simulated board.
 #[derive(Debug, thiserror::Error)]
 pub enum RtlError {
+    /// Verilating, loading or resetting the design failed.
     #[error("{model}: {source}")]
-    Sim { model: String, source: SimError },
+    Sim {
+        /// The model's name.
+        model: String,
+        /// What the simulator reported.
+        source: SimError,
+    },
+    /// A stream's TDATA is too narrow for one beat of its tensors.
     #[error(
         "{model}: {port} is {width} bits, the {what} need {need}\n  fix: widen it to at least {need} bits (beat i \
          packs element i of every tensor from bit 0 up)"
     )]
-    Width { model: String, port: String, width: u32, what: &'static str, need: usize },
+    Width {
+        /// The model's name.
+        model: String,
+        /// The TDATA port, as `s_axis_tdata`.
+        port: String,
+        /// Its width in bits.
+        width: u32,
+        /// "inputs" or "outputs".
+        what: &'static str,
+        /// Bits a beat needs: one element of every tensor on that side.
+        need: usize,
+    },
 }
 
 impl Rtl {

@@ -4,8 +4,11 @@
 /// A variable dimension and its bounds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dim {
+    /// Its name, as shapes and `items` write it.
     pub name: String,
+    /// The smallest size a request may give (at least 1).
     pub min: u64,
+    /// The largest size a request may give: buffers are bounded by it.
     pub max: u64,
 }
 
@@ -15,7 +18,12 @@ pub enum DimExpr {
     /// A fixed size.
     Fixed(u64),
     /// Dimension `var` (an index into the model's dims) plus `offset`.
-    Var { var: usize, offset: i64 },
+    Var {
+        /// Index into the model's dims.
+        var: usize,
+        /// Added to the dimension's size (`N-2`: -2).
+        offset: i64,
+    },
 }
 
 impl DimExpr {

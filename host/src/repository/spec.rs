@@ -15,8 +15,11 @@ use crate::input::{InputError, Location};
 /// A model's tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorSpec {
+    /// Its name, as requests and the C ABI carry it.
     pub name: String,
+    /// Its element type.
     pub dtype: DType,
+    /// Its shape over the model's dims, so its size follows from a request's.
     pub shape: Vec<DimExpr>,
 }
 
@@ -32,7 +35,9 @@ pub enum CpuCode {
 /// `[cpu]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuSpec {
+    /// Sources to compile, or a library.
     pub code: CpuCode,
+    /// Passed to `spork_kernel_init`, so one library can serve differently configured models.
     pub config: String,
 }
 
@@ -50,8 +55,11 @@ pub enum Last {
 pub struct SimSpec {
     /// Sources relative to the model's folder, as written (so Verilator's messages read as the user's).
     pub sources: Vec<PathBuf>,
+    /// The top module's name.
     pub top: String,
+    /// The clock, reset and stream port names to bind.
     pub ports: AxisPorts,
+    /// Where TLAST falls on the input stream.
     pub last: Last,
 }
 
@@ -61,21 +69,33 @@ pub enum TimingSpec {
     /// From a manifest `spork kernel synth` wrote.
     Manifest(PathBuf),
     /// Given inline.
-    Given { clock_mhz: f64, items_per_cycle: f64, latency_cycles: u64 },
+    Given {
+        /// The kernel's clock, in MHz.
+        clock_mhz: f64,
+        /// Items it takes per cycle.
+        items_per_cycle: f64,
+        /// Cycles before the first output (0 if not given).
+        latency_cycles: u64,
+    },
 }
 
 /// `[fpga.alveo]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlveoSpec {
+    /// The bitstream (path resolved).
     pub xclbin: PathBuf,
+    /// The kernel's name in the xclbin.
     pub kernel: String,
+    /// The kernel's arguments in order: "in", "out" (buffers) or "items" (a scalar count).
     pub arguments: Vec<String>,
 }
 
 /// `[fpga.f1]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct F1Spec {
+    /// The FPGA image's id, as AWS returned it (`agfi-...`).
     pub agfi: String,
+    /// The kernel's name in the image.
     pub kernel: String,
 }
 
@@ -86,19 +106,29 @@ pub struct ModelSpec {
     pub name: String,
     /// The folder.
     pub dir: PathBuf,
+    /// What the model does, as `model.toml` says it.
     pub description: String,
+    /// The deadline as a multiple of a request's service time; `None`: the default.
     pub deadline_factor: Option<f64>,
+    /// The variable dimensions with their bounds, by name; shapes index into them.
     pub dims: Vec<Dim>,
+    /// The inputs, in the order kernels receive them.
     pub inputs: Vec<TensorSpec>,
+    /// The outputs, in order; their shapes follow from the inputs'.
     pub outputs: Vec<TensorSpec>,
     /// Dimensions (indices into `dims`) whose product counts items; empty: the first input's elements.
     pub items: Vec<usize>,
     /// Brownout's optional part: each input's and output's optional name, in order.
     pub optional: Option<(Vec<String>, Vec<String>)>,
+    /// `[cpu]`: the CPU implementation, also the reference `spork kernel check` uses.
     pub cpu: Option<CpuSpec>,
+    /// `[fpga.sim]`: the RTL for the simulated board.
     pub sim: Option<SimSpec>,
+    /// `[fpga.model]`: the emulated board's timing.
     pub timing: Option<TimingSpec>,
+    /// `[fpga.alveo]`: the kernel for Alveo boards.
     pub alveo: Option<AlveoSpec>,
+    /// `[fpga.f1]`: the kernel for AWS F1 slots.
     pub f1: Option<F1Spec>,
 }
 
