@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use spork::datapath::tensor::TensorBuf;
+use spork::repository::tensor::TensorBuf;
 use spork::repository::check::names;
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
-use spork::datapath::tensor::TensorBuf;
+use spork::repository::tensor::TensorBuf;
 use spork::repository::cpu::CpuLibrary;
 use spork_kernel::ffi::DType;
 
@@ -52,5 +52,9 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().without_plots();
+    targets = bench
+}
 criterion_main!(benches);

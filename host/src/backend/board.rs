@@ -4,18 +4,24 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use spork_golden::Kernel;
 use spork_sim::Model;
+use spork_sim::axis::Axis;
 use spork_sim::kernels::{Bloom, Dense, Sobel};
 
 use super::{Backend, BackendError, Configured, Executed, Power};
-use crate::datapath::work::{KernelImage, Output, Payload};
+use crate::datapath::work::{KernelImage, KernelRef, Output, Payload};
 use crate::model::{Kind, WorkerSpec};
+use crate::repository::kernel::RepoKernel;
 
 enum Loaded {
     Sobel(Sobel),
     Bloom(Bloom),
     Dense(Dense),
+    /// A repository model's RTL on the generic AXI4-Stream driver.
+    Repo(Axis, Arc<RepoKernel>),
 }
 
 /// One slot of the simulated board.
@@ -46,8 +52,12 @@ impl SimBoardSlot {
         // Unload what was there: reconfiguration replaces the image.
         self.loaded = None;
         self.model = None;
-        let model = Model::load(image.kernel.name()).map_err(err)?;
-        let loaded = match image.kernel {
+        let kernel = match &image.kernel {
+            KernelRef::Builtin(k) => *k,
+            KernelRef::Repo(r) => return self.load_repo(r),
+        };
+        let model = Model::load(kernel.name()).map_err(err)?;
+        let loaded = match kernel {
             Kernel::Sobel => Loaded::Sobel(Sobel::new(&model).map_err(err)?),
             Kernel::Bloom => {
                 let mut k = Bloom::new(&model).map_err(err)?;
@@ -62,6 +72,16 @@ impl SimBoardSlot {
         };
         self.model = Some(model);
         self.loaded = Some(loaded);
+        Ok(())
+    }
+
+    /// A repository model's RTL: verilated when the model was loaded, instantiated and reset here.
+    fn load_repo(&mut self, kernel: &Arc<RepoKernel>) -> Result<(), BackendError> {
+        let configure = |reason: String| BackendError::Configure { what: kernel.name().into(), reason };
+        let rtl = kernel.rtl.as_ref().ok_or_else(|| configure("the model was loaded without its RTL".into()))?;
+        let axis = rtl.instance().map_err(|e| configure(e.to_string()))?;
+        self.model = Some(rtl.model.clone());
+        self.loaded = Some(Loaded::Repo(axis, kernel.clone()));
         Ok(())
     }
 }
@@ -101,6 +121,11 @@ impl Backend for SimBoardSlot {
             }
             (Some(Loaded::Dense(k)), Payload::Vectors(x)) => {
                 k.forward(x).map(|r| (Output::Activations(r.output), r.cycles)).map_err(kernel_err)
+            }
+            (Some(Loaded::Repo(axis, kernel)), Payload::Tensors(t)) => {
+                let mut outputs = kernel.outputs(t);
+                let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
+                rtl.run(axis, &t.inputs, &mut outputs, |_| true).map(|c| (Output::Tensors(outputs), c)).map_err(kernel_err)
             }
             (None, _) => Err(BackendError::NotConfigured),
             _ => Err(BackendError::Kernel("the payload is for another kernel than the one loaded".into())),

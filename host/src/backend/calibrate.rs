@@ -1,10 +1,9 @@
 //! The FPGA speedup of a live run, measured rather than assumed: the board's throughput (clock times
 //! items per cycle, from its manifest) over the CPU reference's, timed on this machine.
 
-use spork_golden::Kernel;
-
 use crate::backend::bitstream::{Manifest, Target, manifest_path};
-use crate::datapath::work::KernelImage;
+use crate::datapath::work::{KernelImage, KernelRef};
+use crate::repository::spec::TimingSpec;
 use crate::input::InputError;
 use crate::model::Platform;
 use crate::model::time::from_secs;
@@ -23,7 +22,7 @@ pub enum CalibrationError {
     )]
     Manifest {
         /// The kernel.
-        kernel: Kernel,
+        kernel: String,
         /// The board type.
         target: &'static str,
         /// What went wrong reading it.
@@ -55,19 +54,35 @@ impl Calibration {
         clock_mhz: Option<f64>,
         items: u64,
     ) -> Result<Calibration, CalibrationError> {
-        let path = manifest_path(target, image.kernel.name());
+        let path = match &image.kernel {
+            KernelRef::Builtin(k) => manifest_path(target, k.name()),
+            KernelRef::Repo(r) => match &r.spec.timing {
+                Some(TimingSpec::Manifest(p)) => p.clone(),
+                Some(&TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) => {
+                    let mhz = clock_mhz.unwrap_or(c);
+                    return Calibration::checked(image, mhz, items_per_cycle, items);
+                }
+                // The simulated board counts its own cycles; the speedup estimate assumes one item
+                // per cycle until `spork kernel synth` measures it.
+                None => return Calibration::checked(image, clock_mhz.unwrap_or(250.0), 1.0, items),
+            },
+        };
         let (manifest_clock, items_per_cycle) = match Manifest::load(&path) {
             Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
             Err(_) if clock_mhz.is_some() && target != Target::Sim => (None, 1.0),
             Err(source) => {
                 return Err(CalibrationError::Manifest {
-                    kernel: image.kernel,
+                    kernel: image.kernel.name().to_string(),
                     target: target.name(),
                     source: Box::new(source),
                 });
             }
         };
         let mhz = clock_mhz.or(manifest_clock).unwrap_or(250.0);
+        Calibration::checked(image, mhz, items_per_cycle, items)
+    }
+
+    fn checked(image: &KernelImage, mhz: f64, items_per_cycle: f64, items: u64) -> Result<Calibration, CalibrationError> {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(CalibrationError::Clock(mhz));
         }

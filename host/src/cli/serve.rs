@@ -34,9 +34,15 @@ pub struct Args {
     /// gRPC listen address [default: 127.0.0.1:8001].
     #[arg(long, value_name = "ADDR")]
     grpc: Option<SocketAddr>,
-    /// Models served, one pool each: any of sobel, bloom, dense [default: all three].
+    /// Models served, one pool each: any of sobel, bloom, dense [default: all three, unless
+    /// --model-repository is given].
     #[arg(long, value_delimiter = ',', value_parser = super::run::parse_kernel)]
     models: Option<Vec<Kernel>>,
+    /// A model repository (docs/model-repository.md): every model folder in it is served, its CPU
+    /// code compiled and its RTL verilated at start (cached). A model that fails to load is reported
+    /// and left out; the others serve. Repeatable. A flag only, not a setting of the file.
+    #[arg(long, value_name = "DIR")]
+    model_repository: Vec<PathBuf>,
     /// Scheduler of every pool (one needing the trace in advance cannot serve) [default: spork-e].
     #[arg(long)]
     scheduler: Option<String>,
@@ -321,10 +327,12 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
             .iter()
             .map(|n| super::run::parse_kernel(n).map_err(anyhow::Error::msg))
             .collect::<anyhow::Result<_>>()?,
-        (None, None) => Kernel::ALL.to_vec(),
+        (None, None) if args.model_repository.is_empty() => Kernel::ALL.to_vec(),
+        (None, None) => Vec::new(),
     };
-    if models.is_empty() {
-        bail!("no model to serve: name at least one of sobel, bloom, dense");
+    let repositories = args.model_repository;
+    if models.is_empty() && repositories.is_empty() {
+        bail!("no model to serve: name at least one of sobel, bloom, dense, or give --model-repository");
     }
     let pool = PoolArgs {
         max_cpu: args.pool.max_cpu.or(file.max_cpu),
@@ -366,6 +374,12 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         let mut kernel = Kernelled::measure_on(k, which.target(), clock_mhz, platform_file.as_deref())?;
         kernel.board = own;
         kernels.push(kernel);
+    }
+    for repo in &repositories {
+        kernels.extend(repository_models(repo, which, remote.is_some(), clock_mhz, platform_file.as_deref())?);
+    }
+    if kernels.is_empty() {
+        bail!("no model to serve: every model of the repositories failed to load (see above); fix them or add --models");
     }
     // The server's board; a real board's models each have their own (above), so it goes unused.
     let board = match (remote, which) {
@@ -521,4 +535,41 @@ mod tests {
         assert!(tls.files().expect("all three files").is_some());
         assert_eq!(file.http.map(|a| a.port()), Some(8000));
     }
+}
+
+/// Every model of repository `dir`, loaded for `board` and measured; a model that fails to load is
+/// reported on stderr with its fix and left out, so the others serve.
+fn repository_models(
+    dir: &std::path::Path,
+    board: BoardArg,
+    remote: bool,
+    clock_mhz: Option<f64>,
+    platform: Option<&std::path::Path>,
+) -> anyhow::Result<Vec<Kernelled>> {
+    use spork::repository::kernel::RepoKernel;
+    let scanned = spork::repository::scan(dir)?;
+    if scanned.is_empty() {
+        bail!("{} holds no model (a model is a folder with a model.toml): see docs/model-repository.md", dir.display());
+    }
+    if remote || matches!(board, BoardArg::Alveo | BoardArg::F1) {
+        bail!(
+            "repository models run on --board model or --board sim of this host for now: worker hosts, Alveo and F1 \
+             take Spork's built-in kernels (--models)"
+        );
+    }
+    let mut out = Vec::new();
+    for (folder, spec) in scanned {
+        let loaded = spec
+            .map_err(anyhow::Error::from)
+            .and_then(|spec| Ok(RepoKernel::load(spec, board == BoardArg::Sim)?))
+            .and_then(|k| Ok(Kernelled::measure_repo(Arc::new(k), board.target(), clock_mhz, platform)?));
+        match loaded {
+            Ok(k) => {
+                eprintln!("model {}: loaded from {}", k.image.kernel.name(), folder.display());
+                out.push(k);
+            }
+            Err(e) => eprintln!("model {}: not loaded: {e:#}", folder.display()),
+        }
+    }
+    Ok(out)
 }

@@ -10,6 +10,9 @@ use spork_golden::bloom::Profile;
 use spork_golden::dense::{Layer, NEURONS};
 use spork_golden::{Kernel, ShapeError, inputs, sobel};
 
+use crate::repository::kernel::{RepoKernel, TensorPayload};
+use crate::repository::tensor::TensorBuf;
+
 /// Inputs of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Payload {
@@ -24,6 +27,8 @@ pub enum Payload {
     Documents(Vec<Vec<u32>>),
     /// Input vectors for the dense layer.
     Vectors(Vec<Vec<i16>>),
+    /// A repository model's input tensors, checked against its spec.
+    Tensors(TensorPayload),
 }
 
 impl Payload {
@@ -33,6 +38,7 @@ impl Payload {
             Payload::Image { pixels, .. } => pixels.len() as u64,
             Payload::Documents(d) => d.iter().map(|d| d.len() as u64).sum(),
             Payload::Vectors(v) => v.iter().map(|v| v.len() as u64).sum(),
+            Payload::Tensors(t) => t.items,
         }
     }
 
@@ -47,6 +53,7 @@ impl Payload {
             }
             Payload::Documents(docs) => ("scores", docs.len()),
             Payload::Vectors(xs) => ("activations", xs.len()),
+            Payload::Tensors(t) => ("tensors", t.outputs.len()),
         })
     }
 
@@ -61,6 +68,11 @@ impl Payload {
         }
         if got != want {
             return Err(OutputMismatch::Length { kind, want, got });
+        }
+        if let (Payload::Tensors(p), Output::Tensors(ts)) = (self, out)
+            && let Some((w, t)) = p.outputs.iter().zip(ts).find(|(w, t)| **w != (t.dtype, t.shape.clone()))
+        {
+            return Err(OutputMismatch::Shape { want: format!("{} {:?}", w.0.name(), w.1), got: format!("{} {:?}", t.dtype.name(), t.shape) });
         }
         Ok(())
     }
@@ -86,6 +98,14 @@ pub enum OutputMismatch {
         want: usize,
         /// What came.
         got: usize,
+    },
+    /// A repository model's output tensor of another type or shape than its spec gives.
+    #[error("a tensor of {got} where the job gives {want}")]
+    Shape {
+        /// What the spec gives.
+        want: String,
+        /// What came.
+        got: String,
     },
     /// The payload itself has no answer (a malformed image), so no output fits it.
     #[error("an answer to a job that has none: {0}")]
@@ -154,6 +174,8 @@ pub enum Output {
     Scores(Vec<u16>),
     /// Dense-layer outputs, one row per vector.
     Activations(Vec<[i16; NEURONS]>),
+    /// A repository model's output tensors, in its spec's order.
+    Tensors(Vec<TensorBuf>),
 }
 
 impl Output {
@@ -163,6 +185,7 @@ impl Output {
             Output::Magnitudes(_) => "magnitudes",
             Output::Scores(_) => "scores",
             Output::Activations(_) => "activations",
+            Output::Tensors(_) => "tensors",
         }
     }
 
@@ -172,6 +195,7 @@ impl Output {
             Output::Magnitudes(m) => m.len(),
             Output::Scores(s) => s.len(),
             Output::Activations(rows) => rows.len(),
+            Output::Tensors(ts) => ts.len(),
         }
     }
 
@@ -181,11 +205,55 @@ impl Output {
     }
 }
 
+/// Which kernel: one of Spork's own, or a repository model's.
+#[derive(Clone, Debug)]
+pub enum KernelRef {
+    /// A built-in kernel (its reference in `spork_golden`, its RTL compiled into `spork_sim`).
+    Builtin(Kernel),
+    /// A repository model: its CPU code behind the C ABI, its RTL verilated at load.
+    Repo(Arc<RepoKernel>),
+}
+
+impl KernelRef {
+    /// Its name: the kernel's, or the model's.
+    pub fn name(&self) -> &str {
+        match self {
+            KernelRef::Builtin(k) => k.name(),
+            KernelRef::Repo(r) => r.name(),
+        }
+    }
+
+    /// The built-in kernel, if it is one.
+    pub fn builtin(&self) -> Option<Kernel> {
+        match self {
+            KernelRef::Builtin(k) => Some(*k),
+            KernelRef::Repo(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for KernelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why the reference gave no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// A built-in kernel's input of a shape it cannot take.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// A repository kernel's CPU code failed, with its message; or a payload for another kernel.
+    #[error("{0}")]
+    Kernel(String),
+}
+
 /// A kernel with its on-chip state: what a worker is configured with.
 #[derive(Clone, Debug)]
 pub struct KernelImage {
     /// The kernel.
-    pub kernel: Kernel,
+    pub kernel: KernelRef,
     /// The seed its state was drawn from: a worker host rebuilds the same image from the two.
     pub seed: u64,
     /// Bloom: the subscriber profile.
@@ -203,13 +271,22 @@ impl KernelImage {
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
         let (profile, interests) = inputs::profile(&mut rng, 100);
         let layer = inputs::layer(&mut rng);
-        KernelImage { kernel, seed, profile, interests, layer }
+        KernelImage { kernel: KernelRef::Builtin(kernel), seed, profile, interests, layer }
+    }
+
+    /// The image of a repository model (it has no on-chip state of Spork's making).
+    pub fn repo(kernel: Arc<RepoKernel>) -> KernelImage {
+        KernelImage { kernel: KernelRef::Repo(kernel), ..KernelImage::new(Kernel::Sobel, 0) }
     }
 
     /// A request's inputs of about `items` items.
     pub fn payload(&self, items: u64, rng: &mut impl Rng) -> Payload {
         let items = items.max(1) as usize;
-        match self.kernel {
+        let kernel = match &self.kernel {
+            KernelRef::Builtin(k) => *k,
+            KernelRef::Repo(r) => return Payload::Tensors(r.random(items as u64, rng)),
+        };
+        match kernel {
             Kernel::Sobel => {
                 let width = sobel::MAX_WIDTH.min(items.isqrt().max(3));
                 let height = (items / width).max(3);
@@ -249,7 +326,7 @@ impl KernelImage {
     }
 
     /// The reference answer to `work`, with or without its optional part.
-    pub fn answer(&self, work: &Work, with_optional: bool) -> Result<Answer, ShapeError> {
+    pub fn answer(&self, work: &Work, with_optional: bool) -> Result<Answer, RunError> {
         let optional = match (&work.optional, with_optional) {
             (Some(p), true) => Some(self.reference(p)?),
             _ => None,
@@ -258,8 +335,14 @@ impl KernelImage {
     }
 
     /// The software reference: what CPU workers run and what every FPGA result must equal.
-    pub fn reference(&self, p: &Payload) -> Result<Output, ShapeError> {
+    pub fn reference(&self, p: &Payload) -> Result<Output, RunError> {
         Ok(match p {
+            Payload::Tensors(t) => match &self.kernel {
+                KernelRef::Repo(r) => Output::Tensors(r.reference(t).map_err(RunError::Kernel)?),
+                KernelRef::Builtin(k) => {
+                    return Err(RunError::Kernel(format!("the {k} kernel was given a repository model's tensors")));
+                }
+            },
             Payload::Image { pixels, width } => Output::Magnitudes(sobel::sobel(pixels, *width)?),
             Payload::Documents(docs) => Output::Scores(docs.iter().map(|d| self.profile.score(d)).collect()),
             Payload::Vectors(xs) => {

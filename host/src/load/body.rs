@@ -7,7 +7,7 @@ use crate::datapath::work::Payload;
 #[derive(Clone, Debug)]
 pub struct WireTensor {
     /// Its name.
-    pub name: &'static str,
+    pub name: String,
     /// Its datatype.
     pub datatype: &'static str,
     /// Its shape.
@@ -20,7 +20,7 @@ pub struct WireTensor {
 pub fn tensor(payload: &Payload) -> WireTensor {
     match payload {
         Payload::Image { pixels, width } => WireTensor {
-            name: "image",
+            name: "image".into(),
             datatype: "UINT8",
             shape: vec![(pixels.len() / width) as i64, *width as i64],
             data: pixels.clone(),
@@ -29,18 +29,28 @@ pub fn tensor(payload: &Payload) -> WireTensor {
             // Rows of one length: documents are cut to the shortest (the generator makes them equal).
             let t = d.iter().map(Vec::len).min().unwrap_or(0);
             WireTensor {
-                name: "documents",
+                name: "documents".into(),
                 datatype: "UINT32",
                 shape: vec![d.len() as i64, t as i64],
                 data: d.iter().flat_map(|doc| doc[..t].iter().flat_map(|v| v.to_le_bytes())).collect(),
             }
         }
         Payload::Vectors(x) => WireTensor {
-            name: "vectors",
+            name: "vectors".into(),
             datatype: "INT16",
             shape: vec![x.len() as i64, x.first().map_or(0, Vec::len) as i64],
             data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
         },
+        // A repository model's first input (a load of a one-input model).
+        Payload::Tensors(t) => {
+            let first = t.inputs.first();
+            WireTensor {
+                name: t.names.first().cloned().unwrap_or_default(),
+                datatype: first.map_or("UINT8", |b| b.dtype.name()),
+                shape: first.map_or_else(Vec::new, |b| b.shape.iter().map(|&d| d as i64).collect()),
+                data: first.map_or_else(Vec::new, |b| b.bytes().to_vec()),
+            }
+        }
     }
 }
 

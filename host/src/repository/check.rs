@@ -11,7 +11,7 @@ use rand::{RngExt, SeedableRng};
 use super::cpu::{AbiError, CpuLibrary};
 use super::rtl::{Rtl, RtlError};
 use super::spec::ModelSpec;
-use crate::datapath::tensor::TensorBuf;
+use super::tensor::TensorBuf;
 
 /// How to check.
 #[derive(Clone, Copy, Debug)]
@@ -159,7 +159,7 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
         let cycles = rtl
             .run(&mut axis, &inputs, &mut got, ready)
             .map_err(|source| CheckError::Sim { case: label.clone(), source })?;
-        let items = spec.items(&values, &inputs);
+        let items = spec.items(&values);
         if label.starts_with("max") {
             report.cycles_per_item = cycles as f64 / items.max(1) as f64;
         }

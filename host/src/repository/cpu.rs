@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use spork_kernel::ffi::{self, DescribeFn, InitFn, ReleaseFn, RunFn};
 
 use super::spec::{CpuCode, CpuSpec, ModelSpec};
-use crate::datapath::tensor::TensorBuf;
+use super::tensor::TensorBuf;
 
 /// The header a kernel is compiled against.
 pub const HEADER: &str = include_str!("../../../kernel-abi/include/spork_kernel.h");

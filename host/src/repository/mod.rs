@@ -8,15 +8,18 @@
 //! - [`rtl`]: the RTL verilated at load (cached) on the generic AXI4-Stream driver; [`stream`]: the
 //!   tensors-to-beats packing.
 //! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
+//! - [`kernel`]: a model ready to serve ([`kernel::RepoKernel`]); [`tensor`]: aligned tensors.
 
 pub mod check;
 pub mod cpu;
 mod file;
+pub mod kernel;
 mod request;
 pub mod rtl;
 pub mod shape;
 pub mod spec;
 pub mod stream;
+pub mod tensor;
 
 use std::path::{Path, PathBuf};
 

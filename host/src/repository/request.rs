@@ -7,7 +7,7 @@ use spork_kernel::ffi::DType;
 
 use super::shape;
 use super::spec::ModelSpec;
-use crate::datapath::tensor::TensorBuf;
+use super::tensor::TensorBuf;
 
 impl ModelSpec {
     /// The dimensions `inputs` bind (each checked), or why they do not fit.
@@ -32,21 +32,23 @@ impl ModelSpec {
 
     /// The outputs for bound dimensions `values`, zeroed.
     pub fn outputs_for(&self, values: &[u64]) -> Vec<TensorBuf> {
-        self.outputs
-            .iter()
-            .map(|s| {
-                let shape: Vec<u64> = s.shape.iter().map(|e| e.eval(values)).collect();
-                // The spec's bounds keep every tensor under 2^32 elements: this always fits.
-                TensorBuf::zeroed(s.dtype, &shape).unwrap_or_else(|| TensorBuf::empty(s.dtype))
-            })
+        self.output_shapes(values)
+            .into_iter()
+            // The spec's bounds keep every tensor under 2^32 elements: this always fits.
+            .map(|(dtype, shape)| TensorBuf::zeroed(dtype, &shape).unwrap_or_else(|| TensorBuf::empty(dtype)))
             .collect()
     }
 
-    /// The work items of a request: the product of the `items` dimensions, else the first input's
-    /// elements.
-    pub fn items(&self, values: &[u64], inputs: &[TensorBuf]) -> u64 {
+    /// Each output's type and shape for bound dimensions `values`.
+    pub fn output_shapes(&self, values: &[u64]) -> Vec<(DType, Vec<u64>)> {
+        self.outputs.iter().map(|s| (s.dtype, s.shape.iter().map(|e| e.eval(values)).collect())).collect()
+    }
+
+    /// The work items of a request of dimensions `values`: the product of the `items` dimensions,
+    /// else the first input's elements.
+    pub fn items(&self, values: &[u64]) -> u64 {
         if self.items.is_empty() {
-            return inputs.first().map_or(0, TensorBuf::elements);
+            return self.inputs.first().map_or(0, |t| t.shape.iter().map(|e| e.eval(values)).product());
         }
         self.items.iter().map(|&d| values[d]).product()
     }

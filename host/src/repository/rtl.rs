@@ -8,7 +8,7 @@ use spork_sim::{Model, SimError};
 
 use super::spec::{ModelSpec, SimSpec};
 use super::stream;
-use crate::datapath::tensor::TensorBuf;
+use super::tensor::TensorBuf;
 
 /// A model's verilated design, loaded.
 #[derive(Clone, Debug)]

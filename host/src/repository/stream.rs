@@ -5,7 +5,7 @@
 use spork_sim::axis::Beat;
 
 use super::spec::Last;
-use crate::datapath::tensor::TensorBuf;
+use super::tensor::TensorBuf;
 
 /// The input stream for `inputs` (which share one shape); TLAST by `last`.
 pub fn beats(inputs: &[TensorBuf], last: Last) -> Vec<Beat> {

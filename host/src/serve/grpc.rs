@@ -141,21 +141,18 @@ impl GrpcInferenceService for Service {
     ) -> Result<Response<ModelMetadataResponse>, Status> {
         let r = req.get_ref();
         let m = self.server.model(&r.name, Some(&r.version))?;
-        let tensors = |ts: &[super::models::TensorSpec]| {
-            ts.iter()
-                .map(|t| TensorMetadata {
-                    name: t.name.into(),
-                    datatype: t.datatype.name().into(),
-                    shape: t.shape.to_vec(),
-                })
+        let tensors = |ts: Vec<super::models::Signature>| {
+            ts.into_iter()
+                .map(|t| TensorMetadata { name: t.name, datatype: t.datatype.name().into(), shape: t.shape })
                 .collect()
         };
+        let (inputs, outputs) = m.signature();
         Ok(Response::new(ModelMetadataResponse {
             name: m.name().into(),
             versions: vec![VERSION.into()],
             platform: "spork".into(),
-            inputs: tensors(m.inputs),
-            outputs: tensors(m.outputs),
+            inputs: tensors(inputs),
+            outputs: tensors(outputs),
             properties: HashMap::new(),
         }))
     }

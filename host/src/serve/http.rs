@@ -121,17 +121,18 @@ fn metadata(s: &Server, name: &str, version: Option<&str>) -> Response {
 
 /// A model's metadata: its tensors' names, datatypes and shapes (-1: variable).
 pub fn model_json(m: &Model) -> Value {
-    let tensors = |ts: &[super::models::TensorSpec]| -> Vec<Value> {
+    let tensors = |ts: &[super::models::Signature]| -> Vec<Value> {
         ts.iter()
             .map(|t| json!({ "name": t.name, "datatype": t.datatype.name(), "shape": t.shape }))
             .collect()
     };
+    let (inputs, outputs) = m.signature();
     json!({
         "name": m.name(),
         "versions": [VERSION],
         "platform": "spork",
-        "inputs": tensors(m.inputs),
-        "outputs": tensors(m.outputs),
+        "inputs": tensors(&inputs),
+        "outputs": tensors(&outputs),
     })
 }
 

@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::error::ServeError;
-use super::tensor::{DataType, Tensor};
+use super::tensor::{DataType, Tensor, holds};
 
 /// What the client asked for.
 #[derive(Debug)]
@@ -165,7 +165,11 @@ impl Flat<'_> {
         if *self.room == 0 {
             return Err(E::custom("holds more items than this server takes in one request"));
         }
-        if !self.datatype.holds(v) {
+        if !self.datatype.is_integer() {
+            let what = self.datatype.name();
+            return Err(E::custom(format!("{what} data is taken binary (binary_data_size), not as JSON numbers")));
+        }
+        if !holds(self.datatype, v) {
             return Err(E::custom(format!("value {v} does not fit {}", self.datatype.name())));
         }
         *self.room -= 1;

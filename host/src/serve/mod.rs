@@ -18,6 +18,7 @@ pub mod json;
 pub mod listen;
 pub mod metrics;
 pub mod models;
+pub mod repo_model;
 pub mod server;
 pub mod tensor;
 
@@ -30,7 +31,9 @@ use spork_golden::Kernel;
 
 use crate::backend::bitstream::Target;
 use crate::backend::{Board, Calibration};
-use crate::datapath::work::{KernelImage, Work};
+use crate::datapath::work::{KernelImage, KernelRef, Work};
+use crate::repository::kernel::RepoKernel;
+use models::Model;
 use crate::engine::Oracle;
 use crate::engine::Plan;
 use crate::engine::boards::SharedBoards;
@@ -86,7 +89,25 @@ impl Kernelled {
         clock_mhz: Option<f64>,
         platform: Option<&std::path::Path>,
     ) -> Result<Self, SetupError> {
-        let image = Arc::new(KernelImage::new(kernel, 0));
+        Self::measure_image(Arc::new(KernelImage::new(kernel, 0)), target, clock_mhz, platform)
+    }
+
+    /// A repository model's pool settings, as [`Kernelled::measure`] (its CPU code timed here).
+    pub fn measure_repo(
+        kernel: Arc<RepoKernel>,
+        target: Target,
+        clock_mhz: Option<f64>,
+        platform: Option<&std::path::Path>,
+    ) -> Result<Self, SetupError> {
+        Self::measure_image(Arc::new(KernelImage::repo(kernel)), target, clock_mhz, platform)
+    }
+
+    fn measure_image(
+        image: Arc<KernelImage>,
+        target: Target,
+        clock_mhz: Option<f64>,
+        platform: Option<&std::path::Path>,
+    ) -> Result<Self, SetupError> {
         let calibration = Calibration::measure(target, &image, clock_mhz, 200_000)?;
         let base = match platform {
             Some(p) => crate::config::read_platform(p)?,
@@ -95,6 +116,14 @@ impl Kernelled {
         let platform = calibration.apply(base, platform.is_some());
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
         Ok(Kernelled { image, calibration, platform, board: None })
+    }
+
+    /// The served model it is.
+    pub fn model(&self) -> Model {
+        match &self.image.kernel {
+            KernelRef::Builtin(k) => Model::of(*k),
+            KernelRef::Repo(r) => Model::Repo(r.clone()),
+        }
     }
 }
 
@@ -154,7 +183,7 @@ pub enum StartError {
     #[error("the {model} pool did not answer its start-up probe: {why}")]
     Probe {
         /// The model.
-        model: &'static str,
+        model: String,
         /// Why.
         why: String,
     },
@@ -202,20 +231,17 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             ..PoolConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration)
         }
         .sized_at(cfg.size_estimate);
-        pools.push((k.image.kernel, LivePool::start(pool, Oracle::default(), clock.clone())?));
+        pools.push((k.model(), LivePool::start(pool, Oracle::default(), clock.clone())?));
     }
-    let probes: Vec<(Kernel, Arc<Work>)> =
-        cfg.kernels.iter().map(|k| (k.image.kernel, probe(&k.image))).collect();
+    let probes: Vec<(String, Arc<Work>)> =
+        cfg.kernels.iter().map(|k| (k.image.kernel.name().to_string(), probe(&k.image))).collect();
     let server = Arc::new(Server::new(pools, cfg.token.clone(), cfg.open_health, cfg.limits));
     if let Some(hosts) = remote {
         server.show_hosts(hosts);
     }
     rt.block_on(async {
-        for (kernel, work) in probes {
-            server
-                .probe(kernel, work)
-                .await
-                .map_err(|why| StartError::Probe { model: kernel.name(), why })?;
+        for (name, work) in probes {
+            server.probe(&name, work).await.map_err(|why| StartError::Probe { model: name.clone(), why })?;
         }
         Ok::<(), StartError>(())
     })?;
@@ -252,7 +278,7 @@ impl Running {
     /// Drains: readiness false, new requests refused (503 / UNAVAILABLE), those in flight finish
     /// within the grace period and the rest are refused; the listeners close once every response
     /// is out. Returns each pool's report.
-    pub fn drain(self) -> Vec<(&'static str, Option<PoolReport>)> {
+    pub fn drain(self) -> Vec<(String, Option<PoolReport>)> {
         let Running { server, listeners, rt, .. } = self;
         server.drain();
         rt.block_on(listeners.shut_down());

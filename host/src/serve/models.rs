@@ -9,14 +9,106 @@
 //! Each has an optional second input, the brownout optional part (`refinement`, `more_documents`,
 //! `more_vectors`), answered in a second output (`refinement_magnitudes`, `more_scores`,
 //! `more_activations`) when the brownout gate let it run.
+//!
+//! A repository model's tensors come from its `model.toml` ([`super::repo_model`]); [`Model`] is
+//! either, as the server sees it.
 
 use spork_golden::Kernel;
 use spork_golden::dense::{MAX_INPUTS, NEURONS};
 use spork_golden::sobel::MAX_WIDTH;
 
+use std::sync::Arc;
+
 use super::error::ServeError;
 use super::tensor::{DataType, Tensor};
 use crate::datapath::work::{Answer, Output, Payload, Work};
+use crate::repository::kernel::RepoKernel;
+
+/// One tensor of a model's signature as metadata shows it; -1 is a variable dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// Name.
+    pub name: String,
+    /// Element type.
+    pub datatype: DataType,
+    /// Shape.
+    pub shape: Vec<i64>,
+}
+
+/// A served model: a built-in kernel's, or a repository model's.
+#[derive(Clone, Debug)]
+pub enum Model {
+    /// One of Spork's own kernels.
+    Builtin(Builtin),
+    /// A model of a repository.
+    Repo(Arc<RepoKernel>),
+}
+
+impl Model {
+    /// The model serving built-in `kernel`.
+    pub fn of(kernel: Kernel) -> Model {
+        Model::Builtin(Builtin::of(kernel))
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        match self {
+            Model::Builtin(b) => b.name(),
+            Model::Repo(r) => r.name(),
+        }
+    }
+
+    /// Its inputs and outputs as metadata shows them.
+    pub fn signature(&self) -> (Vec<Signature>, Vec<Signature>) {
+        match self {
+            Model::Builtin(b) => {
+                let sig = |ts: &[TensorSpec]| {
+                    ts.iter()
+                        .map(|t| Signature { name: t.name.into(), datatype: t.datatype, shape: t.shape.to_vec() })
+                        .collect()
+                };
+                (sig(b.inputs), sig(b.outputs))
+            }
+            Model::Repo(r) => super::repo_model::signature(r),
+        }
+    }
+
+    /// A request's tensors as the kernel's inputs, every name, datatype and shape checked.
+    pub fn decode(&self, tensors: &[Tensor]) -> Result<Work, ServeError> {
+        match self {
+            Model::Builtin(b) => b.decode(tensors),
+            Model::Repo(r) => super::repo_model::decode(r, tensors),
+        }
+    }
+
+    /// The answer's tensors: the mandatory outputs, and the optional part's if it ran.
+    pub fn encode(&self, answer: &Answer, work: &Work) -> Vec<Tensor> {
+        match self {
+            Model::Builtin(b) => b.encode(answer, work),
+            Model::Repo(r) => super::repo_model::encode(r, answer),
+        }
+    }
+
+    /// Which outputs a client asks for by name (each once); an unknown name is refused.
+    pub fn outputs_named<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Vec<String>, ServeError> {
+        match self {
+            Model::Builtin(b) => b.outputs_named(names),
+            Model::Repo(r) => {
+                let (_, outputs) = super::repo_model::signature(r);
+                let known: Vec<&str> = outputs.iter().map(|s| s.name.as_str()).collect();
+                chosen_outputs(r.name(), &known, names)
+            }
+        }
+    }
+
+    /// Bytes `tensors` take once decoded and answered, from their shapes alone.
+    pub fn decoded_bytes(&self, tensors: &[Tensor]) -> usize {
+        match self {
+            Model::Builtin(b) => b.decoded_bytes(tensors),
+            Model::Repo(r) => super::repo_model::decoded_bytes(r, tensors),
+        }
+    }
+}
 
 /// One tensor of a model's signature; -1 is a variable dimension.
 #[derive(Clone, Copy, Debug)]
@@ -29,9 +121,9 @@ pub struct TensorSpec {
     pub shape: &'static [i64],
 }
 
-/// A served model.
+/// A built-in kernel's model: its tensors and their conversion, fixed in code.
 #[derive(Clone, Copy, Debug)]
-pub struct Model {
+pub struct Builtin {
     /// The kernel it runs.
     pub kernel: Kernel,
     /// Required input, optional inputs (the last is the brownout optional part).
@@ -47,7 +139,7 @@ const fn spec(name: &'static str, datatype: DataType, shape: &'static [i64]) -> 
     TensorSpec { name, datatype, shape }
 }
 
-const SOBEL: Model = Model {
+const SOBEL: Builtin = Builtin {
     kernel: Kernel::Sobel,
     inputs: &[spec("image", DataType::Uint8, &[-1, -1]), spec("refinement", DataType::Uint8, &[-1, -1])],
     outputs: &[
@@ -55,7 +147,7 @@ const SOBEL: Model = Model {
         spec("refinement_magnitudes", DataType::Uint8, &[-1, -1]),
     ],
 };
-const BLOOM: Model = Model {
+const BLOOM: Builtin = Builtin {
     kernel: Kernel::Bloom,
     inputs: &[
         spec("documents", DataType::Uint32, &[-1, -1]),
@@ -64,7 +156,7 @@ const BLOOM: Model = Model {
     ],
     outputs: &[spec("scores", DataType::Uint16, &[-1]), spec("more_scores", DataType::Uint16, &[-1])],
 };
-const DENSE: Model = Model {
+const DENSE: Builtin = Builtin {
     kernel: Kernel::Dense,
     inputs: &[spec("vectors", DataType::Int16, &[-1, 64]), spec("more_vectors", DataType::Int16, &[-1, 64])],
     outputs: &[
@@ -73,9 +165,9 @@ const DENSE: Model = Model {
     ],
 };
 
-impl Model {
+impl Builtin {
     /// The model serving `kernel`.
-    pub fn of(kernel: Kernel) -> Model {
+    pub fn of(kernel: Kernel) -> Builtin {
         match kernel {
             Kernel::Sobel => SOBEL,
             Kernel::Bloom => BLOOM,
@@ -99,7 +191,7 @@ impl Model {
             .payload(find(0)?.ok_or_else(|| self.bad(format!("needs input '{}'", self.inputs[0].name)))?)?;
         if self.kernel == Kernel::Bloom
             && let Some(p) = find(1)?
-            && p.values() != [0]
+            && p.data.iter().any(|&b| b != 0)
         {
             return Err(self.bad("serves profile 0 only (the profile loaded on its boards)".into()));
         }
@@ -118,19 +210,9 @@ impl Model {
 
     /// Which of the model's outputs a client asks for by name (each once, whatever it repeats): an
     /// unknown name is refused before any work is done.
-    pub fn outputs_named<'n>(
-        &self,
-        names: impl IntoIterator<Item = &'n str>,
-    ) -> Result<Vec<&'static str>, ServeError> {
-        let mut chosen: Vec<&'static str> = Vec::new();
-        for name in names {
-            let spec = self.outputs.iter().find(|s| s.name == name);
-            let spec = spec.ok_or_else(|| self.bad(format!("has no output '{}'", cut(name))))?;
-            if !chosen.contains(&spec.name) {
-                chosen.push(spec.name);
-            }
-        }
-        Ok(chosen)
+    pub fn outputs_named<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Vec<String>, ServeError> {
+        let known: Vec<&str> = self.outputs.iter().map(|s| s.name).collect();
+        chosen_outputs(self.name(), &known, names)
     }
 
     /// Bytes `tensors` take once decoded, from their shapes alone (so a request too large to hold
@@ -233,8 +315,27 @@ impl Model {
     }
 }
 
+/// Which of `known` outputs a client asks for by name, each once in the order first named; an
+/// unknown name is refused before any work is done.
+pub fn chosen_outputs<'n>(
+    model: &str,
+    known: &[&str],
+    names: impl IntoIterator<Item = &'n str>,
+) -> Result<Vec<String>, ServeError> {
+    let mut chosen: Vec<String> = Vec::new();
+    for name in names {
+        if !known.contains(&name) {
+            return Err(ServeError::BadRequest(format!("model '{model}' has no output '{}'", cut(name))));
+        }
+        if !chosen.iter().any(|c| c == name) {
+            chosen.push(name.to_string());
+        }
+    }
+    Ok(chosen)
+}
+
 /// A client's name, cut to 80 characters for an error message.
-fn cut(s: &str) -> String {
+pub fn cut(s: &str) -> String {
     s.chars().take(80).collect()
 }
 
@@ -250,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_sobel_request_round_trips_through_the_reference() {
-        let m = Model::of(Kernel::Sobel);
+        let m = Builtin::of(Kernel::Sobel);
         let work = m.decode(&[image(5, 7)]).unwrap();
         let k = KernelImage::new(Kernel::Sobel, 1);
         let answer = k.answer(&work, false).unwrap();
@@ -261,7 +362,7 @@ mod tests {
 
     #[test]
     fn wrong_names_types_and_shapes_are_named() {
-        let m = Model::of(Kernel::Dense);
+        let m = Builtin::of(Kernel::Dense);
         let wrong_type = Tensor::new("vectors", "UINT8", &[1, 64], vec![0; 64]).unwrap();
         assert!(m.decode(&[wrong_type]).unwrap_err().to_string().contains("must be INT16"));
         let wrong_shape = Tensor::new("vectors", "INT16", &[2, 63], vec![0; 252]).unwrap();
@@ -270,12 +371,12 @@ mod tests {
         assert!(m.decode(&[unknown]).unwrap_err().to_string().contains("no input 'pixels'"));
         assert!(m.decode(&[]).unwrap_err().to_string().contains("needs input 'vectors'"));
         let wide = Tensor::new("image", "UINT8", &[3, 300], vec![0; 900]).unwrap();
-        assert!(Model::of(Kernel::Sobel).decode(&[wide]).unwrap_err().to_string().contains("256"));
+        assert!(Builtin::of(Kernel::Sobel).decode(&[wide]).unwrap_err().to_string().contains("256"));
     }
 
     #[test]
     fn requested_outputs_are_known_names_each_once() {
-        let m = Model::of(Kernel::Sobel);
+        let m = Builtin::of(Kernel::Sobel);
         let many = std::iter::repeat_n("magnitudes", 20_000);
         assert_eq!(m.outputs_named(many).unwrap(), vec!["magnitudes"]);
         let both = m.outputs_named(["refinement_magnitudes", "magnitudes", "refinement_magnitudes"]).unwrap();
@@ -288,13 +389,13 @@ mod tests {
     #[test]
     fn decoded_bytes_charge_each_row() {
         let docs = Tensor::new("documents", "UINT32", &[1000, 1], vec![0; 4000]).unwrap();
-        assert_eq!(Model::of(Kernel::Bloom).decoded_bytes(&[docs]), 1000 * (40 + 4));
-        assert_eq!(Model::of(Kernel::Sobel).decoded_bytes(&[image(4, 5)]), 20);
+        assert_eq!(Builtin::of(Kernel::Bloom).decoded_bytes(&[docs]), 1000 * (40 + 4));
+        assert_eq!(Builtin::of(Kernel::Sobel).decoded_bytes(&[image(4, 5)]), 20);
     }
 
     #[test]
     fn bloom_serves_the_loaded_profile_only() {
-        let m = Model::of(Kernel::Bloom);
+        let m = Builtin::of(Kernel::Bloom);
         let docs = Tensor::from_values("documents", "UINT32", &[2, 2], &[1, 2, 3, 4]).unwrap();
         let p1 = Tensor::from_values("profile", "UINT32", &[1], &[1]).unwrap();
         assert!(m.decode(&[docs.clone(), p1]).unwrap_err().to_string().contains("profile 0"));

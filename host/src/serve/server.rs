@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use spork_golden::Kernel;
 use subtle::ConstantTimeEq;
 
 use super::budget::{Budget, Reservation};
@@ -82,7 +81,7 @@ pub struct InferRequest {
 #[derive(Debug)]
 pub struct InferResponse {
     /// Model name.
-    pub model: &'static str,
+    pub model: String,
     /// The client's id.
     pub id: Option<String>,
     /// Outputs (the optional part's only if it ran).
@@ -120,12 +119,12 @@ impl Drop for Place {
 /// dropped mid-wait: counted `cancelled`). Holds the queue gauge up while it lives.
 struct Tally<'a> {
     metrics: &'a Metrics,
-    model: &'static str,
+    model: &'a str,
     done: bool,
 }
 
 impl<'a> Tally<'a> {
-    fn new(metrics: &'a Metrics, model: &'static str) -> Tally<'a> {
+    fn new(metrics: &'a Metrics, model: &'a str) -> Tally<'a> {
         metrics.queue(model, 1);
         Tally { metrics, model, done: false }
     }
@@ -160,7 +159,7 @@ impl Drop for Tally<'_> {
 
 /// The running server's state.
 pub struct Server {
-    models: BTreeMap<&'static str, Hosted>,
+    models: BTreeMap<String, Hosted>,
     token: Option<String>,
     /// Health and metrics without the token.
     pub open_health: bool,
@@ -179,14 +178,14 @@ pub struct Server {
 impl Server {
     /// A server of `pools`, not yet ready.
     pub fn new(
-        pools: Vec<(Kernel, LivePool)>,
+        pools: Vec<(Model, LivePool)>,
         token: Option<String>,
         open_health: bool,
         limits: Limits,
     ) -> Server {
         let models = pools
             .into_iter()
-            .map(|(k, pool)| (k.name(), Hosted { model: Model::of(k), pool, held: Arc::default() }))
+            .map(|(model, pool)| (model.name().to_string(), Hosted { model, pool, held: Arc::default() }))
             .collect();
         Server {
             models,
@@ -226,19 +225,19 @@ impl Server {
     }
 
     /// Ends every pool (after [`Server::drain`]); their reports, by model.
-    pub fn join(self) -> Vec<(&'static str, Option<PoolReport>)> {
+    pub fn join(self) -> Vec<(String, Option<PoolReport>)> {
         self.models.into_iter().map(|(name, s)| (name, s.pool.join())).collect()
     }
 
     /// The served models.
     pub fn models(&self) -> impl Iterator<Item = Model> + '_ {
-        self.models.values().map(|s| s.model)
+        self.models.values().map(|s| s.model.clone())
     }
 
     /// The model `name` (at `version`, if given).
     pub fn model(&self, name: &str, version: Option<&str>) -> Result<Model, ServeError> {
         let s = self.models.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.models.keys().copied().collect();
+            let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
             let shown: String = name.chars().take(80).collect();
             ServeError::NotFound(format!("no model '{shown}': this server has {}", known.join(", ")))
         })?;
@@ -249,7 +248,7 @@ impl Server {
                     "model '{name}' has no version '{shown}' (it serves {VERSION})"
                 )))
             }
-            _ => Ok(s.model),
+            _ => Ok(s.model.clone()),
         }
     }
 
@@ -270,14 +269,14 @@ impl Server {
 
     /// The metrics text, each pool's state read now.
     pub fn render_metrics(&self) -> String {
-        let pools: Vec<(&str, &Status)> = self.models.iter().map(|(n, s)| (*n, &*s.pool.status)).collect();
+        let pools: Vec<(&str, &Status)> = self.models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
         self.metrics.inflight_bytes(self.budget.used());
         self.metrics.render(pools.into_iter(), self.hosts.get())
     }
 
-    /// Sends `work` through `kernel`'s pool, bypassing readiness: the start-up probe.
-    pub async fn probe(&self, kernel: Kernel, work: Arc<crate::datapath::work::Work>) -> Result<(), String> {
-        let pool = &self.models.get(kernel.name()).ok_or("no such pool")?.pool;
+    /// Sends `work` through model `name`'s pool, bypassing readiness: the start-up probe.
+    pub async fn probe(&self, name: &str, work: Arc<crate::datapath::work::Work>) -> Result<(), String> {
+        let pool = &self.models.get(name).ok_or("no such pool")?.pool;
         pool.submit(work, None, None).await.map(|_| ()).map_err(|r| r.to_string())
     }
 
@@ -302,7 +301,7 @@ impl Server {
         let work = model.decode(&inputs)?;
         drop(inputs);
         self.check_items(&work)?;
-        let hosted = &self.models[model.name()];
+        let hosted = self.models.get(model.name()).ok_or_else(|| ServeError::NotFound(format!("no model '{}'", model.name())))?;
         let place =
             Place::take(&hosted.held, self.limits.max_queue).ok_or_else(|| ServeError::Overloaded {
                 message: format!(
@@ -316,7 +315,7 @@ impl Server {
         let hold: Box<dyn Send + Sync> = Box::new((reservation, place));
         let served = hosted.pool.submit(work.clone(), deadline, Some(hold)).await.map_err(refused)?;
         let outputs = model.encode(&served.answer, &work);
-        Ok(InferResponse { model: model.name(), id, outputs, served })
+        Ok(InferResponse { model: model.name().to_string(), id, outputs, served })
     }
 
     /// Whether `work` is within the item limit.

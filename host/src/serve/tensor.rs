@@ -5,55 +5,22 @@
 
 use super::error::ServeError;
 
-/// The protocol's datatypes this server reads and writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DataType {
-    /// 8-bit unsigned.
-    Uint8,
-    /// 16-bit unsigned.
-    Uint16,
-    /// 32-bit unsigned.
-    Uint32,
-    /// 16-bit signed.
-    Int16,
-}
+/// The protocol's datatypes this server reads and writes: every one the kernel ABI takes (BOOL,
+/// FP16, BF16 and BYTES have no kernel to go to).
+pub use spork_kernel::ffi::DType as DataType;
 
-impl DataType {
-    /// Every datatype served.
-    pub const ALL: [DataType; 4] = [DataType::Uint8, DataType::Uint16, DataType::Uint32, DataType::Int16];
-
-    /// The protocol's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            DataType::Uint8 => "UINT8",
-            DataType::Uint16 => "UINT16",
-            DataType::Uint32 => "UINT32",
-            DataType::Int16 => "INT16",
-        }
-    }
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            DataType::Uint8 => 1,
-            DataType::Uint16 | DataType::Int16 => 2,
-            DataType::Uint32 => 4,
-        }
-    }
-
-    /// From the protocol's name.
-    pub fn parse(s: &str) -> Option<DataType> {
-        DataType::ALL.into_iter().find(|d| d.name() == s)
-    }
-
-    /// Whether a JSON or typed-contents value fits.
-    pub fn holds(self, v: i64) -> bool {
-        match self {
-            DataType::Uint8 => (0..=u8::MAX as i64).contains(&v),
-            DataType::Uint16 => (0..=u16::MAX as i64).contains(&v),
-            DataType::Uint32 => (0..=u32::MAX as i64).contains(&v),
-            DataType::Int16 => (i16::MIN as i64..=i16::MAX as i64).contains(&v),
-        }
+/// Whether an integer from JSON `data` or gRPC typed contents fits `dt` (floats come binary).
+pub fn holds(dt: DataType, v: i64) -> bool {
+    match dt {
+        DataType::Uint8 => (0..=u8::MAX as i64).contains(&v),
+        DataType::Uint16 => (0..=u16::MAX as i64).contains(&v),
+        DataType::Uint32 => (0..=u32::MAX as i64).contains(&v),
+        DataType::Uint64 => v >= 0,
+        DataType::Int8 => (i8::MIN as i64..=i8::MAX as i64).contains(&v),
+        DataType::Int16 => (i16::MIN as i64..=i16::MAX as i64).contains(&v),
+        DataType::Int32 => (i32::MIN as i64..=i32::MAX as i64).contains(&v),
+        DataType::Int64 => true,
+        DataType::Fp32 | DataType::Fp64 => false,
     }
 }
 
@@ -99,7 +66,7 @@ impl Tensor {
         let dt = datatype_of(name, datatype)?;
         let mut data = Vec::with_capacity(values.len() * dt.size());
         for &v in values {
-            if !dt.holds(v) {
+            if !holds(dt, v) {
                 return Err(ServeError::BadRequest(format!(
                     "input '{name}': value {v} does not fit {}",
                     dt.name()
@@ -110,16 +77,24 @@ impl Tensor {
         Tensor::new(name, datatype, shape, data)
     }
 
-    /// Its elements as integers (JSON `data`).
-    pub fn values(&self) -> Vec<i64> {
+    /// Its elements as JSON numbers (`data`): integers as integers, floats as floats.
+    pub fn values(&self) -> Vec<serde_json::Value> {
         let n = self.datatype.size();
         self.data
             .chunks_exact(n)
-            .map(|c| match self.datatype {
-                DataType::Uint8 => i64::from(c[0]),
-                DataType::Uint16 => i64::from(u16::from_le_bytes([c[0], c[1]])),
-                DataType::Uint32 => i64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-                DataType::Int16 => i64::from(i16::from_le_bytes([c[0], c[1]])),
+            .map(|c| {
+                let mut b = [0u8; 8];
+                b[..n].copy_from_slice(c);
+                let bits = u64::from_le_bytes(b);
+                match self.datatype {
+                    DataType::Int8 => (bits as u8 as i8).into(),
+                    DataType::Int16 => (bits as u16 as i16).into(),
+                    DataType::Int32 => (bits as u32 as i32).into(),
+                    DataType::Int64 => (bits as i64).into(),
+                    DataType::Fp32 => f64::from(f32::from_bits(bits as u32)).into(),
+                    DataType::Fp64 => f64::from_bits(bits).into(),
+                    _ => bits.into(),
+                }
             })
             .collect()
     }
@@ -169,14 +144,16 @@ mod tests {
         let short = Tensor::new("x", "INT16", &[2, 3], vec![0; 11]).unwrap_err();
         assert!(short.to_string().contains("12 bytes"), "{short}");
         assert!(Tensor::new("x", "INT16", &[-1, 3], vec![]).is_err());
-        assert!(Tensor::new("x", "FP32", &[1], vec![0; 4]).unwrap_err().to_string().contains("FP32"));
+        assert!(Tensor::new("x", "FP16", &[1], vec![0; 2]).unwrap_err().to_string().contains("FP16"));
         assert!(Tensor::new("x", "UINT8", &[i64::MAX, i64::MAX], vec![]).is_err());
     }
 
     #[test]
     fn values_round_trip_and_must_fit() {
         let t = Tensor::from_values("x", "INT16", &[3], &[-5, 0, 300]).unwrap();
-        assert_eq!(t.values(), vec![-5, 0, 300]);
+        assert_eq!(t.values(), vec![serde_json::json!(-5), 0.into(), 300.into()]);
+        let f = Tensor::new("f", "FP32", &[1], 1.5f32.to_le_bytes().to_vec()).unwrap();
+        assert_eq!(f.values(), vec![serde_json::json!(1.5)]);
         assert!(Tensor::from_values("x", "UINT8", &[1], &[256]).is_err());
         assert!(Tensor::from_values("x", "UINT32", &[1], &[-1]).is_err());
     }

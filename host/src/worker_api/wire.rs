@@ -52,9 +52,12 @@ pub fn version_skew(peer: &str, api: u32, version: &str, me: &str) -> Option<Str
 pub struct WireError(pub String);
 
 impl From<&Payload> for pb::Payload {
+    /// A repository model's tensors have no form in the worker API yet (`spork serve` refuses
+    /// worker hosts with repository models): they go as no payload, which a host refuses.
     fn from(p: &Payload) -> pb::Payload {
         use pb::payload::Kind;
         let kind = match p {
+            Payload::Tensors(_) => return pb::Payload { kind: None },
             Payload::Image { pixels, width } => {
                 Kind::Image(pb::Image { pixels: pixels.clone(), width: *width as u32 })
             }
@@ -91,9 +94,11 @@ impl TryFrom<pb::Payload> for Payload {
 }
 
 impl From<&Output> for pb::Output {
+    /// A repository model's tensors go as no output (see the payload's conversion).
     fn from(o: &Output) -> pb::Output {
         use pb::output::Kind;
         let kind = match o {
+            Output::Tensors(_) => return pb::Output { kind: None },
             Output::Magnitudes(m) => Kind::Magnitudes(m.clone()),
             Output::Scores(s) => {
                 Kind::Scores(pb::Scores { scores: s.iter().map(|&x| u32::from(x)).collect() })

@@ -1,0 +1,141 @@
+//! A repository model ready to serve: its spec, its CPU library with a pool of kernel states, and
+//! its RTL when the simulated board will run it. What the data path calls a repository kernel.
+
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use rand::Rng;
+
+use super::cpu::{AbiError, CpuKernel, CpuLibrary};
+use super::rtl::{Rtl, RtlError};
+use super::spec::ModelSpec;
+use super::tensor::TensorBuf;
+use spork_kernel::ffi::DType;
+
+/// Why a model cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// `model.toml` was refused.
+    #[error(transparent)]
+    Spec(#[from] crate::input::InputError),
+    /// The model has no CPU code: every pool needs CPU workers for bursts.
+    #[error("{0} has no [cpu] implementation\n  fix: add [cpu] sources or library to its model.toml")]
+    NoCpu(String),
+    /// The simulated board was asked for and the model has no RTL.
+    #[error("{0} has no [fpga.sim] implementation for --board sim\n  fix: add [fpga.sim] to its model.toml")]
+    NoSim(String),
+    /// The CPU library was refused.
+    #[error(transparent)]
+    Abi(#[from] AbiError),
+    /// The RTL was refused.
+    #[error(transparent)]
+    Rtl(#[from] RtlError),
+}
+
+/// One request's inputs with what the spec makes of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorPayload {
+    /// Inputs, in the spec's order.
+    pub inputs: Vec<TensorBuf>,
+    /// The dimensions the inputs bound.
+    pub dims: Vec<u64>,
+    /// Work items.
+    pub items: u64,
+    /// Each output's type and shape, fixed by the dimensions.
+    pub outputs: Vec<(DType, Vec<u64>)>,
+    /// The inputs' names, as the model names them (shared, not copied, per request).
+    pub names: Arc<[String]>,
+}
+
+/// A repository model ready to run.
+pub struct RepoKernel {
+    /// The checked spec.
+    pub spec: ModelSpec,
+    cpu: Arc<CpuLibrary>,
+    names: (Vec<CString>, Vec<CString>),
+    input_names: Arc<[String]>,
+    /// Kernel states not in use: a CPU worker takes one per request and gives it back, so a state is
+    /// never used by two threads at once and `init` runs once per concurrent worker.
+    states: Mutex<Vec<CpuKernel>>,
+    /// Its verilated RTL, when loaded for the simulated board.
+    pub rtl: Option<Rtl>,
+}
+
+impl std::fmt::Debug for RepoKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RepoKernel({})", self.spec.name)
+    }
+}
+
+impl RepoKernel {
+    /// Loads `spec`'s CPU code, and its RTL when `sim` (the simulated board will run it).
+    pub fn load(spec: ModelSpec, sim: bool) -> Result<RepoKernel, LoadError> {
+        let cpu_spec = spec.cpu.as_ref().ok_or_else(|| LoadError::NoCpu(spec.name.clone()))?;
+        let cpu = CpuLibrary::load(&spec, cpu_spec)?;
+        // One state now: a library whose init fails is refused at load, not at the first request.
+        let first = cpu.instance()?;
+        let rtl = if sim {
+            let s = spec.sim.as_ref().ok_or_else(|| LoadError::NoSim(spec.name.clone()))?;
+            Some(Rtl::load(&spec, s)?)
+        } else {
+            None
+        };
+        let names = super::check::names(&spec);
+        let input_names = spec.inputs.iter().map(|t| t.name.clone()).collect();
+        Ok(RepoKernel { spec, cpu, names, input_names, states: Mutex::new(vec![first]), rtl })
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// Checks `inputs` against the spec and binds its dimensions.
+    pub fn payload(&self, inputs: Vec<TensorBuf>) -> Result<TensorPayload, String> {
+        let dims = self.spec.bind(&inputs)?;
+        Ok(self.payload_of(inputs, dims))
+    }
+
+    fn payload_of(&self, inputs: Vec<TensorBuf>, dims: Vec<u64>) -> TensorPayload {
+        let outputs = self.spec.output_shapes(&dims);
+        TensorPayload { items: self.spec.items(&dims), inputs, dims, outputs, names: self.input_names.clone() }
+    }
+
+    /// The outputs `p` gives, sized, zeroed.
+    pub fn outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
+        self.spec.outputs_for(&p.dims)
+    }
+
+    /// Runs the CPU code on `p`: the answer CPU workers give and FPGA answers are held to.
+    pub fn reference(&self, p: &TensorPayload) -> Result<Vec<TensorBuf>, String> {
+        let taken = self.states.lock().map_err(|_| "a kernel state was poisoned".to_string())?.pop();
+        let mut state = match taken {
+            Some(s) => s,
+            None => self.cpu.instance().map_err(|e| e.to_string())?,
+        };
+        // The kernel reads its inputs through a mutable pointer type; it gets its own copy so a
+        // misbehaving kernel cannot change the request that the RTL or a retry will see.
+        let mut inputs = p.inputs.clone();
+        let mut outputs = self.outputs(p);
+        let result = state.run((&self.names.0, &self.names.1), &mut inputs, &mut outputs);
+        if let Ok(mut states) = self.states.lock() {
+            states.push(state);
+        }
+        result.map(|()| outputs).map_err(|m| format!("model '{}': {m}", self.spec.name))
+    }
+
+    /// A random request of about `items` items: dimensions grown from their minimums until the
+    /// items reach `items` (or every dimension its maximum).
+    pub fn random(&self, items: u64, rng: &mut impl Rng) -> TensorPayload {
+        let spec = &self.spec;
+        let mut dims: Vec<u64> = spec.dims.iter().map(|d| d.min).collect();
+        // Double the smallest growable dimension while the request is short of `items`.
+        while spec.items(&dims) < items {
+            let grow = (0..dims.len()).filter(|&i| dims[i] < spec.dims[i].max).min_by_key(|&i| dims[i]);
+            let Some(i) = grow else { break };
+            dims[i] = (dims[i] * 2).min(spec.dims[i].max);
+        }
+        let inputs = spec.random_inputs(&dims, rng);
+        self.payload_of(inputs, dims)
+    }
+}

@@ -1,0 +1,125 @@
+//! A repository model's tensors on the wire: its signature from `model.toml` (variable dimensions
+//! shown as -1), a request's tensors checked by name and datatype and bound by the spec (bounds,
+//! agreement between inputs), and the kernel's output tensors named back.
+
+use std::sync::Arc;
+
+use super::error::ServeError;
+use super::models::{Signature, cut};
+use super::tensor::Tensor;
+use crate::datapath::work::{Answer, Output, Payload, Work};
+use crate::repository::kernel::RepoKernel;
+use crate::repository::shape::{self, DimExpr};
+use crate::repository::spec::TensorSpec;
+use crate::repository::tensor::TensorBuf;
+
+/// The model's inputs and outputs, the optional part's after the mandatory ones.
+pub fn signature(k: &RepoKernel) -> (Vec<Signature>, Vec<Signature>) {
+    let sig = |t: &TensorSpec, name: &str| Signature {
+        name: name.into(),
+        datatype: t.dtype,
+        shape: t.shape.iter().map(|e| if let DimExpr::Fixed(n) = e { *n as i64 } else { -1 }).collect(),
+    };
+    let side = |ts: &[TensorSpec], optional: Option<&Vec<String>>| {
+        let mut v: Vec<Signature> = ts.iter().map(|t| sig(t, &t.name)).collect();
+        if let Some(names) = optional {
+            v.extend(ts.iter().zip(names).map(|(t, n)| sig(t, n)));
+        }
+        v
+    };
+    let o = k.spec.optional.as_ref();
+    (side(&k.spec.inputs, o.map(|o| &o.0)), side(&k.spec.outputs, o.map(|o| &o.1)))
+}
+
+fn bad(k: &RepoKernel, what: String) -> ServeError {
+    ServeError::BadRequest(format!("model '{}' {what}", k.name()))
+}
+
+/// The tensors named `names`, in that order; `None` if none of them is given, an error if only
+/// some are.
+fn part<'t>(k: &RepoKernel, tensors: &'t [Tensor], names: &[&str]) -> Result<Option<Vec<&'t Tensor>>, ServeError> {
+    let found: Vec<Option<&Tensor>> = names.iter().map(|n| tensors.iter().find(|t| t.name == *n)).collect();
+    if found.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let missing: Vec<&str> = names.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(n, _)| *n).collect();
+    if !missing.is_empty() {
+        return Err(bad(k, format!("needs input '{}' beside the others given", missing.join("', '"))));
+    }
+    Ok(Some(found.into_iter().flatten().collect()))
+}
+
+/// A request's tensors as the kernel's payload (and its optional part's), checked.
+pub fn decode(k: &Arc<RepoKernel>, tensors: &[Tensor]) -> Result<Work, ServeError> {
+    let (inputs, _) = signature(k);
+    for (i, t) in tensors.iter().enumerate() {
+        if !inputs.iter().any(|s| s.name == t.name) {
+            return Err(bad(k, format!("has no input '{}'", cut(&t.name))));
+        }
+        if tensors[..i].iter().any(|u| u.name == t.name) {
+            return Err(bad(k, format!("input '{}' is given twice", cut(&t.name))));
+        }
+    }
+    let mandatory: Vec<&str> = k.spec.inputs.iter().map(|t| t.name.as_str()).collect();
+    let given = part(k, tensors, &mandatory)?;
+    let given = given.ok_or_else(|| bad(k, format!("needs input '{}'", mandatory.join("', '"))))?;
+    let mandatory = payload(k, &given)?;
+    let optional = match &k.spec.optional {
+        Some((names, _)) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            part(k, tensors, &names)?.map(|p| payload(k, &p)).transpose()?
+        }
+        None => None,
+    };
+    Ok(Work { mandatory, optional })
+}
+
+fn payload(k: &RepoKernel, given: &[&Tensor]) -> Result<Payload, ServeError> {
+    let mut bufs = Vec::with_capacity(given.len());
+    for (t, spec) in given.iter().zip(&k.spec.inputs) {
+        if t.datatype != spec.dtype {
+            let (want, got) = (spec.dtype.name(), t.datatype.name());
+            return Err(bad(k, format!("input '{}' must be {want}, not {got}", t.name)));
+        }
+        let buf = TensorBuf::from_bytes(t.datatype, &t.shape, &t.data)
+            .ok_or_else(|| bad(k, format!("input '{}' does not fit in memory", t.name)))?;
+        bufs.push(buf);
+    }
+    k.payload(bufs).map(Payload::Tensors).map_err(|why| bad(k, why))
+}
+
+/// The answer's tensors, named as the model names them.
+pub fn encode(k: &RepoKernel, answer: &Answer) -> Vec<Tensor> {
+    let named = |out: &Output, names: Vec<&str>| -> Vec<Tensor> {
+        let Output::Tensors(ts) = out else { return Vec::new() };
+        ts.iter()
+            .zip(names)
+            .map(|(t, name)| Tensor { name: name.into(), datatype: t.dtype, shape: t.shape.clone(), data: t.bytes().to_vec() })
+            .collect()
+    };
+    let mut out = named(&answer.mandatory, k.spec.outputs.iter().map(|t| t.name.as_str()).collect());
+    if let (Some(o), Some((_, names))) = (&answer.optional, &k.spec.optional) {
+        out.extend(named(o, names.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// Bytes a request takes decoded: its inputs, and the outputs its shapes give (each input is held
+/// twice while the CPU code runs: the request's copy and the kernel's).
+pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
+    let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
+    let specs: Vec<(&str, &[DimExpr])> = k.spec.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
+    let shapes: Vec<&[u64]> =
+        k.spec.inputs.iter().filter_map(|s| tensors.iter().find(|t| t.name == s.name)).map(|t| &t.shape[..]).collect();
+    let outputs: u64 = match shape::bind(&k.spec.dims, &specs, &shapes) {
+        Ok(dims) => k
+            .spec
+            .output_shapes(&dims)
+            .iter()
+            .map(|(dt, shape)| shape.iter().fold(dt.size() as u64, |a, &d| a.saturating_mul(d)))
+            .fold(0, u64::saturating_add),
+        Err(_) => 0,
+    };
+    let total = inputs.saturating_mul(2).saturating_add(outputs.saturating_mul(2));
+    usize::try_from(total).unwrap_or(usize::MAX)
+}
