@@ -121,6 +121,10 @@ fn shorter(o: Output) -> Output {
             a.pop();
             Output::Activations(a)
         }
+        Output::Tensors(mut t) => {
+            t.pop();
+            Output::Tensors(t)
+        }
     }
 }
 
@@ -140,6 +144,11 @@ fn altered(o: Output) -> Output {
         Output::Scores(mut s) => {
             s[0] ^= 1;
             Output::Scores(s)
+        }
+        Output::Tensors(mut t) => {
+            let first = t[0].bits(0);
+            t[0].set_bits(0, first ^ 1);
+            Output::Tensors(t)
         }
         Output::Activations(mut a) => {
             a[0][0] ^= 1;

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use spork::repository::tensor::TensorBuf;
 use spork::repository::check::names;
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;
+use spork::repository::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
 
 fn fixture(name: &str) -> PathBuf {

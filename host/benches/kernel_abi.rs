@@ -11,15 +11,24 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
-use spork::repository::tensor::TensorBuf;
 use spork::repository::cpu::CpuLibrary;
+use spork::repository::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
 
 fn abi_library() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = manifest.join("../target/abi-bench");
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "spork-kernel", "--example", "golden_sobel", "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "spork-kernel",
+            "--example",
+            "golden_sobel",
+            "--target-dir",
+        ])
         .arg(&target)
         .current_dir(&manifest)
         .status()
@@ -40,7 +49,8 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("built-in", &id), &pixels, |b, p| {
             b.iter(|| spork_golden::sobel::sobel(std::hint::black_box(p), w).expect("valid image"))
         });
-        let mut inputs = [TensorBuf::from_bytes(DType::Uint8, &[h as u64, w as u64], &pixels).expect("image")];
+        let mut inputs =
+            [TensorBuf::from_bytes(DType::Uint8, &[h as u64, w as u64], &pixels).expect("image")];
         group.bench_function(BenchmarkId::new("c-abi", &id), |b| {
             b.iter(|| {
                 let mut out = [TensorBuf::zeroed(DType::Uint8, &[h as u64 - 2, w as u64 - 2]).expect("fits")];

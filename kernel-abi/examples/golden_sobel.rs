@@ -11,7 +11,11 @@ fn sobel(inputs: &Inputs, outputs: &mut Outputs) -> Result<(), String> {
     let magnitudes = spork_golden::sobel::sobel(pixels, width).map_err(|e| e.to_string())?;
     let out = outputs.get_mut::<u8>(0)?;
     if out.len() != magnitudes.len() {
-        return Err(format!("the output holds {} magnitudes, the image gives {}", out.len(), magnitudes.len()));
+        return Err(format!(
+            "the output holds {} magnitudes, the image gives {}",
+            out.len(),
+            magnitudes.len()
+        ));
     }
     out.copy_from_slice(&magnitudes);
     Ok(())

@@ -78,7 +78,8 @@ impl SimBoardSlot {
     /// A repository model's RTL: verilated when the model was loaded, instantiated and reset here.
     fn load_repo(&mut self, kernel: &Arc<RepoKernel>) -> Result<(), BackendError> {
         let configure = |reason: String| BackendError::Configure { what: kernel.name().into(), reason };
-        let rtl = kernel.rtl.as_ref().ok_or_else(|| configure("the model was loaded without its RTL".into()))?;
+        let rtl =
+            kernel.rtl.as_ref().ok_or_else(|| configure("the model was loaded without its RTL".into()))?;
         let axis = rtl.instance().map_err(|e| configure(e.to_string()))?;
         self.model = Some(rtl.model.clone());
         self.loaded = Some(Loaded::Repo(axis, kernel.clone()));
@@ -125,7 +126,9 @@ impl Backend for SimBoardSlot {
             (Some(Loaded::Repo(axis, kernel)), Payload::Tensors(t)) => {
                 let mut outputs = kernel.outputs(t);
                 let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
-                rtl.run(axis, &t.inputs, &mut outputs, |_| true).map(|c| (Output::Tensors(outputs), c)).map_err(kernel_err)
+                rtl.run(axis, &t.inputs, &mut outputs, |_| true)
+                    .map(|c| (Output::Tensors(outputs), c))
+                    .map_err(kernel_err)
             }
             (None, _) => Err(BackendError::NotConfigured),
             _ => Err(BackendError::Kernel("the payload is for another kernel than the one loaded".into())),

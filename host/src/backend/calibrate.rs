@@ -3,10 +3,10 @@
 
 use crate::backend::bitstream::{Manifest, Target, manifest_path};
 use crate::datapath::work::{KernelImage, KernelRef};
-use crate::repository::spec::TimingSpec;
 use crate::input::InputError;
 use crate::model::Platform;
 use crate::model::time::from_secs;
+use crate::repository::spec::TimingSpec;
 
 /// Table 6's 10 s FPGA reconfiguration would take a third of a short live demo; its 1 s alternative
 /// fits, so a live run uses it unless a profile or flag says otherwise (the start-up line says which).
@@ -58,9 +58,9 @@ impl Calibration {
             KernelRef::Builtin(k) => manifest_path(target, k.name()),
             KernelRef::Repo(r) => match &r.spec.timing {
                 Some(TimingSpec::Manifest(p)) => p.clone(),
-                Some(&TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) => {
-                    let mhz = clock_mhz.unwrap_or(c);
-                    return Calibration::checked(image, mhz, items_per_cycle, items);
+                Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) => {
+                    let mhz = clock_mhz.unwrap_or(*c);
+                    return Calibration::checked(image, mhz, *items_per_cycle, items);
                 }
                 // The simulated board counts its own cycles; the speedup estimate assumes one item
                 // per cycle until `spork kernel synth` measures it.
@@ -82,7 +82,12 @@ impl Calibration {
         Calibration::checked(image, mhz, items_per_cycle, items)
     }
 
-    fn checked(image: &KernelImage, mhz: f64, items_per_cycle: f64, items: u64) -> Result<Calibration, CalibrationError> {
+    fn checked(
+        image: &KernelImage,
+        mhz: f64,
+        items_per_cycle: f64,
+        items: u64,
+    ) -> Result<Calibration, CalibrationError> {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(CalibrationError::Clock(mhz));
         }

@@ -245,7 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "spork serve: HTTP on {}, gRPC on {}; models {}; ready (SIGTERM or Ctrl-C drains)",
         running.http,
         running.grpc,
-        running.server.models().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+        running.server.models().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
     );
     running.wait_for_signal().context("waiting for a signal")?;
     eprintln!("draining ...");
@@ -287,10 +287,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 /// `spork run --json` gives a run's; null for a pool that ended abnormally).
 fn write_report_json(
     path: &Path,
-    reports: &[(&'static str, Option<spork::live::PoolReport>)],
+    reports: &[(String, Option<spork::live::PoolReport>)],
 ) -> anyhow::Result<()> {
     let by_model: std::collections::BTreeMap<&str, Option<&spork::live::PoolReport>> =
-        reports.iter().map(|(model, report)| (*model, report.as_ref())).collect();
+        reports.iter().map(|(model, report)| (model.as_str(), report.as_ref())).collect();
     let text = serde_json::to_string_pretty(&by_model)?;
     std::fs::write(path, text + "\n")
         .with_context(|| format!("writing the drain report to {}", path.display()))
@@ -376,10 +376,18 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernels.push(kernel);
     }
     for repo in &repositories {
-        kernels.extend(repository_models(repo, which, remote.is_some(), clock_mhz, platform_file.as_deref())?);
+        kernels.extend(repository_models(
+            repo,
+            which,
+            remote.is_some(),
+            clock_mhz,
+            platform_file.as_deref(),
+        )?);
     }
     if kernels.is_empty() {
-        bail!("no model to serve: every model of the repositories failed to load (see above); fix them or add --models");
+        bail!(
+            "no model to serve: every model of the repositories failed to load (see above); fix them or add --models"
+        );
     }
     // The server's board; a real board's models each have their own (above), so it goes unused.
     let board = match (remote, which) {
@@ -549,7 +557,10 @@ fn repository_models(
     use spork::repository::kernel::RepoKernel;
     let scanned = spork::repository::scan(dir)?;
     if scanned.is_empty() {
-        bail!("{} holds no model (a model is a folder with a model.toml): see docs/model-repository.md", dir.display());
+        bail!(
+            "{} holds no model (a model is a folder with a model.toml): see docs/model-repository.md",
+            dir.display()
+        );
     }
     if remote || matches!(board, BoardArg::Alveo | BoardArg::F1) {
         bail!(

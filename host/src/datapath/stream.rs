@@ -14,7 +14,10 @@ use spork_golden::Kernel;
 use spork_golden::bloom::PROFILE_BITS;
 use spork_golden::dense::{MAX_INPUTS, NEURONS};
 
+use spork_sim::axis::Beat;
+
 use super::work::{KernelImage, Output, Payload};
+use crate::repository::tensor::TensorBuf;
 
 /// Stream words.
 pub type Words = Vec<u64>;
@@ -35,6 +38,14 @@ pub struct StreamError {
 pub fn encode(image: &KernelImage, payload: &Payload) -> Vec<u64> {
     let mut w = Vec::new();
     match payload {
+        // A repository model's beats, packed as on the simulated board (TLAST is a side signal).
+        Payload::Tensors(t) => {
+            w.extend(
+                crate::repository::stream::beats(&t.inputs, crate::repository::spec::Last::Request)
+                    .iter()
+                    .map(|b| b.data),
+            );
+        }
         Payload::Image { pixels, width } => {
             w.push(*width as u64);
             w.extend(pixels.iter().map(|&p| u64::from(p)));
@@ -78,6 +89,9 @@ pub fn expected_words(payload: &Payload) -> usize {
         }
         Payload::Documents(docs) => docs.iter().filter(|d| !d.is_empty()).count(),
         Payload::Vectors(xs) => 2 * xs.len(),
+        Payload::Tensors(t) => {
+            t.outputs.first().map_or(0, |(_, shape)| shape.iter().product::<u64>() as usize)
+        }
     }
 }
 
@@ -88,6 +102,16 @@ pub fn decode(kernel: Kernel, payload: &Payload, words: &[u64]) -> Result<Output
         return Err(StreamError { kernel: kernel.name(), got: words.len(), expected });
     }
     Ok(match payload {
+        Payload::Tensors(t) => {
+            let mut outputs: Vec<TensorBuf> = t
+                .outputs
+                .iter()
+                .map(|(dt, shape)| TensorBuf::zeroed(*dt, shape).unwrap_or_else(|| TensorBuf::empty(*dt)))
+                .collect();
+            let beats: Vec<Beat> = words.iter().map(|&data| Beat { data, last: false }).collect();
+            crate::repository::stream::unpack(&beats, &mut outputs);
+            Output::Tensors(outputs)
+        }
         Payload::Image { .. } => Output::Magnitudes(words.iter().map(|&w| w as u8).collect()),
         Payload::Documents(docs) => {
             let mut scores = words.iter().map(|&w| w as u16);
@@ -111,7 +135,7 @@ mod tests {
 
     /// A software model of the board side: decode the input stream, run the reference, encode.
     fn software_board(image: &KernelImage, words: &[u64]) -> Vec<u64> {
-        match image.kernel {
+        match image.kernel.builtin().expect("the tests use built-in kernels") {
             Kernel::Sobel => {
                 let width = words[0] as usize;
                 let pixels: Vec<u8> = words[1..].iter().map(|&w| w as u8).collect();

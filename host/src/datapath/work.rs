@@ -72,7 +72,10 @@ impl Payload {
         if let (Payload::Tensors(p), Output::Tensors(ts)) = (self, out)
             && let Some((w, t)) = p.outputs.iter().zip(ts).find(|(w, t)| **w != (t.dtype, t.shape.clone()))
         {
-            return Err(OutputMismatch::Shape { want: format!("{} {:?}", w.0.name(), w.1), got: format!("{} {:?}", t.dtype.name(), t.shape) });
+            return Err(OutputMismatch::Shape {
+                want: format!("{} {:?}", w.0.name(), w.1),
+                got: format!("{} {:?}", t.dtype.name(), t.shape),
+            });
         }
         Ok(())
     }
@@ -340,7 +343,9 @@ impl KernelImage {
             Payload::Tensors(t) => match &self.kernel {
                 KernelRef::Repo(r) => Output::Tensors(r.reference(t).map_err(RunError::Kernel)?),
                 KernelRef::Builtin(k) => {
-                    return Err(RunError::Kernel(format!("the {k} kernel was given a repository model's tensors")));
+                    return Err(RunError::Kernel(format!(
+                        "the {k} kernel was given a repository model's tensors"
+                    )));
                 }
             },
             Payload::Image { pixels, width } => Output::Magnitudes(sobel::sobel(pixels, *width)?),

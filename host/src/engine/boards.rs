@@ -26,6 +26,16 @@ impl SharedBoards {
         self.books.lock().unwrap_or_else(PoisonError::into_inner).set_boards(boards);
     }
 
+    /// A pool joins at run time (a model loaded): its index for [`SharedBoards::handle`].
+    pub fn add_pool(&self) -> usize {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner).add_pool()
+    }
+
+    /// Pool `pool` has stopped: its boards go to the others.
+    pub fn retire(&self, pool: usize) {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner).retire(pool);
+    }
+
     /// Pool `pool`'s handle, for its engine.
     pub fn handle(&self, pool: usize) -> Box<dyn BoardShare> {
         Box::new(Handle { boards: self.clone(), pool })

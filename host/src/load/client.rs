@@ -2,6 +2,7 @@
 //! tensor extension) and gRPC (tonic, one multiplexed channel). Either answers an [`Outcome`].
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -55,7 +56,7 @@ pub enum Client {
         /// The channel.
         client: GrpcInferenceServiceClient<tonic::transport::Channel>,
         /// The model.
-        model: &'static str,
+        model: Arc<str>,
         /// `Bearer <token>`.
         auth: Option<String>,
     },
@@ -67,7 +68,7 @@ impl Client {
         protocol: Protocol,
         target: SocketAddr,
         token: Option<String>,
-        model: &'static str,
+        model: &str,
     ) -> Result<Client, String> {
         let auth = token.map(|t| format!("Bearer {t}"));
         Ok(match protocol {
@@ -83,7 +84,7 @@ impl Client {
                     .await
                     .map_err(|e| e.to_string())?;
                 let client = GrpcInferenceServiceClient::new(channel).max_decoding_message_size(usize::MAX);
-                Client::Grpc { client, model, auth }
+                Client::Grpc { client, model: model.into(), auth }
             }
         })
     }
@@ -157,7 +158,7 @@ async fn grpc(
     let msg = proto::ModelInferRequest {
         model_name: model.into(),
         inputs: vec![proto::model_infer_request::InferInputTensor {
-            name: t.name.into(),
+            name: t.name.clone(),
             datatype: t.datatype.into(),
             shape: t.shape.clone(),
             ..Default::default()

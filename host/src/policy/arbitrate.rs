@@ -190,6 +190,22 @@ impl Books {
         cap
     }
 
+    /// A pool joins (a model loaded at run time): its index, with no bid and nothing held yet.
+    pub fn add_pool(&mut self) -> usize {
+        self.bids.push(None);
+        self.reserved.push(0);
+        self.bids.len() - 1
+    }
+
+    /// A pool has stopped (its model unloaded and its workers gone): it bids for nothing and holds
+    /// nothing, so its boards go to the others at their next claims.
+    pub fn retire(&mut self, pool: usize) {
+        if let (Some(b), Some(r)) = (self.bids.get_mut(pool), self.reserved.get_mut(pool)) {
+            *b = None;
+            *r = 0;
+        }
+    }
+
     /// The count of boards changes (hosts with boards joined or left). A pool holding more than its
     /// next cap then drains down to it, as when a board moves.
     pub fn set_boards(&mut self, boards: u32) {
@@ -218,6 +234,20 @@ pub trait BoardShare: Send {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_that_joins_bids_and_a_retired_pool_frees_its_boards() {
+        let bid = |want, held| bid(want, held, 50.0);
+        let mut books = Books::new(4, 1, Sharing::FirstCome);
+        assert_eq!(books.claim(0, bid(4, 4)), 4);
+        let late = books.add_pool();
+        assert_eq!(late, 1);
+        // Every board is held by the first pool: the newcomer gets none until they are freed.
+        assert_eq!(books.claim(late, bid(2, 0)), 0);
+        books.retire(0);
+        assert_eq!(books.claim(late, bid(2, 0)), 2);
+        assert_eq!(books.reserved(0), 0);
+    }
     use proptest::prelude::*;
 
     fn value(work_s: f64) -> Value {

@@ -196,7 +196,8 @@ fn largest_that_fits(spec: &ModelSpec, budget: u64) -> (Vec<u64>, bool) {
     };
     let mut capped = false;
     while bytes(&values) > budget {
-        let Some((i, _)) = values.iter().enumerate().filter(|&(i, &v)| v / 2 >= spec.dims[i].min).max_by_key(|&(_, &v)| v)
+        let Some((i, _)) =
+            values.iter().enumerate().filter(|&(i, &v)| v / 2 >= spec.dims[i].min).max_by_key(|&(_, &v)| v)
         else {
             break;
         };

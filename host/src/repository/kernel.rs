@@ -98,7 +98,13 @@ impl RepoKernel {
 
     fn payload_of(&self, inputs: Vec<TensorBuf>, dims: Vec<u64>) -> TensorPayload {
         let outputs = self.spec.output_shapes(&dims);
-        TensorPayload { items: self.spec.items(&dims), inputs, dims, outputs, names: self.input_names.clone() }
+        TensorPayload {
+            items: self.spec.items(&dims),
+            inputs,
+            dims,
+            outputs,
+            names: self.input_names.clone(),
+        }
     }
 
     /// The outputs `p` gives, sized, zeroed.

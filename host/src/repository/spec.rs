@@ -597,16 +597,28 @@ shape = ["H-2", "W-2"]
         let cases = [
             (GOOD.replace("format = 1", "format = 2"), "sobel/model.toml:1:", "format 2"),
             (GOOD.replace("min = 3, max = 100", "min = 5, max = 4"), ":4:", "not a dimension's"),
-            (GOOD.replace("\"H-2\"", "\"Q\""), ":14:", "'Q' is not in [dims]"),
-            (GOOD.replace("[\"H\", \"W\"]\n[[output]]", "[\"H+1\", \"W\"]\n[[output]]"), ":10:", "offset in an input"),
-            (GOOD.replace("min = 3, max = 256", "min = 2, max = 256"), ":14:", "can be 0 or less"),
-            (GOOD.replace("\"magnitudes\"", "\"image\""), ":12:", "used twice"),
+            (GOOD.replace("\"H-2\"", "\"Q\""), ":13:", "'Q' is not in [dims]"),
+            (
+                GOOD.replace("[\"H\", \"W\"]\n[[output]]", "[\"H+1\", \"W\"]\n[[output]]"),
+                ":9:",
+                "offset in an input",
+            ),
+            (GOOD.replace("min = 3, max = 256", "min = 2, max = 256"), ":13:", "can be 0 or less"),
+            (GOOD.replace("\"magnitudes\"", "\"image\""), ":11:", "used twice"),
             (GOOD.replace("items = [\"H\", \"W\"]", "items = [\"Z\"]"), ":2:", "'Z' is not a dimension"),
-            (GOOD.replace("datatype = \"UINT8\"\nshape = [\"H\"", "datatype = \"BYTES\"\nshape = [\"H\""), ":9:", "'BYTES'"),
-            (GOOD.replace("[[output]]", "colour = 1\n[[output]]"), ":11:", "unknown field `colour`"),
-            (GOOD.to_string() + "[cpu]\nsources = [\"cpu/none.c\"]\n", ":16:", "cpu/none.c does not exist"),
-            (GOOD.to_string() + "[cpu]\nconfig = \"x\"\n", ":15:", "exactly one of sources and library"),
-            (GOOD.to_string() + "[fpga.f1]\nagfi = \"afi-1\"\nkernel = \"k\"\n", ":16:", "not an AGFI id"),
+            (
+                GOOD.replace("datatype = \"UINT8\"\nshape = [\"H\"", "datatype = \"BYTES\"\nshape = [\"H\""),
+                ":8:",
+                "'BYTES'",
+            ),
+            (GOOD.replace("[[output]]", "colour = 1\n[[output]]"), ":10:", "unknown field `colour`"),
+            (GOOD.to_string() + "[cpu]\nsources = [\"cpu/none.c\"]\n", ":15:", "cpu/none.c does not exist"),
+            (
+                GOOD.to_string() + "[cpu]\nconfig = \"x\"\n",
+                "model.toml:",
+                "exactly one of sources and library",
+            ),
+            (GOOD.to_string() + "[fpga.f1]\nagfi = \"afi-1\"\nkernel = \"k\"\n", ":15:", "not an AGFI id"),
             (GOOD.to_string() + "[fpga.model]\nclock_mhz = 250\n", "model.toml:", "no timing"),
         ];
         for (text, at, what) in cases {
@@ -621,7 +633,8 @@ shape = ["H-2", "W-2"]
         assert!(parse_text(&unused).unwrap_err().contains("no input has this dimension"));
         let optional = GOOD.to_string() + "[optional]\ninputs = { image = \"refinement\" }\noutputs = {}\n";
         assert!(parse_text(&optional).unwrap_err().contains("0 output names for 1 outputs"));
-        let good = GOOD.to_string() + "[optional]\ninputs = { image = \"more\" }\noutputs = { magnitudes = \"more_m\" }\n";
+        let good = GOOD.to_string()
+            + "[optional]\ninputs = { image = \"more\" }\noutputs = { magnitudes = \"more_m\" }\n";
         assert_eq!(parse_text(&good).unwrap().optional, Some((vec!["more".into()], vec!["more_m".into()])));
     }
 }

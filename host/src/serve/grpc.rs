@@ -164,11 +164,8 @@ impl GrpcInferenceService for Service {
         // A refusal here is counted by the budget layer, from its status.
         let (request, wanted) = self.prepare(req)?;
         let answer = self.server.infer(request).await?;
-        let chosen: Vec<&Tensor> = answer
-            .outputs
-            .iter()
-            .filter(|t| wanted.as_ref().is_none_or(|w| w.contains(&t.name.as_str())))
-            .collect();
+        let chosen: Vec<&Tensor> =
+            answer.outputs.iter().filter(|t| wanted.as_ref().is_none_or(|w| w.contains(&t.name))).collect();
         let s = &answer.served;
         let param = |p: ParameterChoice| InferParameter { parameter_choice: Some(p) };
         let parameters = HashMap::from([
@@ -205,7 +202,7 @@ impl Service {
     fn prepare(
         &self,
         req: Request<ModelInferRequest>,
-    ) -> Result<(InferRequest, Option<Vec<&'static str>>), ServeError> {
+    ) -> Result<(InferRequest, Option<Vec<String>>), ServeError> {
         let reservation = req.extensions().get::<Arc<Reservation>>().cloned().ok_or_else(|| {
             ServeError::Internal("the request has no memory reservation (the budget layer is missing)".into())
         })?;

@@ -205,7 +205,15 @@ async fn prepare(
         Some(named) => {
             let chosen = m.outputs_named(named.iter().map(|(n, _)| n.as_str()))?;
             let binary = |name: &str| named.iter().find(|(n, _)| n == name).is_some_and(|(_, b)| *b);
-            Some(chosen.into_iter().map(|n| (n, binary(n))).collect())
+            Some(
+                chosen
+                    .into_iter()
+                    .map(|n| {
+                        let b = binary(&n);
+                        (n, b)
+                    })
+                    .collect(),
+            )
         }
     };
     let outputs = Outputs { named, all_binary: parsed.all_binary };
@@ -271,7 +279,7 @@ fn body_error(e: &(dyn std::error::Error + 'static), limit: usize) -> ServeError
 
 /// Which outputs, and how: binary (`true`) or JSON; `None`: all of them.
 struct Outputs {
-    named: Option<Vec<(&'static str, bool)>>,
+    named: Option<Vec<(String, bool)>>,
     all_binary: bool,
 }
 

@@ -167,7 +167,9 @@ impl Flat<'_> {
         }
         if !self.datatype.is_integer() {
             let what = self.datatype.name();
-            return Err(E::custom(format!("{what} data is taken binary (binary_data_size), not as JSON numbers")));
+            return Err(E::custom(format!(
+                "{what} data is taken binary (binary_data_size), not as JSON numbers"
+            )));
         }
         if !holds(self.datatype, v) {
             return Err(E::custom(format!("value {v} does not fit {}", self.datatype.name())));

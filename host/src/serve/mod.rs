@@ -32,15 +32,15 @@ use spork_golden::Kernel;
 use crate::backend::bitstream::Target;
 use crate::backend::{Board, Calibration};
 use crate::datapath::work::{KernelImage, KernelRef, Work};
-use crate::repository::kernel::RepoKernel;
-use models::Model;
 use crate::engine::Oracle;
 use crate::engine::Plan;
 use crate::engine::boards::SharedBoards;
 use crate::live::{Clock, FaultPlan, LivePool, PoolConfig, PoolReport};
 use crate::model::Platform;
 use crate::policy::arbitrate::Sharing;
+use crate::repository::kernel::RepoKernel;
 pub use error::ServeError;
+use models::Model;
 pub use server::{Limits, Server};
 
 /// One kernel's pool as configured: its image, the measured calibration and the platform with it.

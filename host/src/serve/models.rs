@@ -64,7 +64,11 @@ impl Model {
             Model::Builtin(b) => {
                 let sig = |ts: &[TensorSpec]| {
                     ts.iter()
-                        .map(|t| Signature { name: t.name.into(), datatype: t.datatype, shape: t.shape.to_vec() })
+                        .map(|t| Signature {
+                            name: t.name.into(),
+                            datatype: t.datatype,
+                            shape: t.shape.to_vec(),
+                        })
                         .collect()
                 };
                 (sig(b.inputs), sig(b.outputs))
@@ -90,7 +94,10 @@ impl Model {
     }
 
     /// Which outputs a client asks for by name (each once); an unknown name is refused.
-    pub fn outputs_named<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Vec<String>, ServeError> {
+    pub fn outputs_named<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Result<Vec<String>, ServeError> {
         match self {
             Model::Builtin(b) => b.outputs_named(names),
             Model::Repo(r) => {
@@ -210,7 +217,10 @@ impl Builtin {
 
     /// Which of the model's outputs a client asks for by name (each once, whatever it repeats): an
     /// unknown name is refused before any work is done.
-    pub fn outputs_named<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<Vec<String>, ServeError> {
+    pub fn outputs_named<'n>(
+        &self,
+        names: impl IntoIterator<Item = &'n str>,
+    ) -> Result<Vec<String>, ServeError> {
         let known: Vec<&str> = self.outputs.iter().map(|s| s.name).collect();
         chosen_outputs(self.name(), &known, names)
     }
@@ -305,6 +315,9 @@ impl Builtin {
                 a.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
             ),
             (Output::Magnitudes(m), _) => (vec![m.len() as u64], m.clone()),
+            (Output::Tensors(ts), _) => {
+                ts.first().map_or((vec![0], vec![]), |t| (t.shape.clone(), t.bytes().to_vec()))
+            }
         };
         let spec = self.outputs.iter().find(|s| s.name == name).copied().unwrap_or(self.outputs[0]);
         Tensor { name: name.to_string(), datatype: spec.datatype, shape, data }

@@ -37,7 +37,11 @@ fn bad(k: &RepoKernel, what: String) -> ServeError {
 
 /// The tensors named `names`, in that order; `None` if none of them is given, an error if only
 /// some are.
-fn part<'t>(k: &RepoKernel, tensors: &'t [Tensor], names: &[&str]) -> Result<Option<Vec<&'t Tensor>>, ServeError> {
+fn part<'t>(
+    k: &RepoKernel,
+    tensors: &'t [Tensor],
+    names: &[&str],
+) -> Result<Option<Vec<&'t Tensor>>, ServeError> {
     let found: Vec<Option<&Tensor>> = names.iter().map(|n| tensors.iter().find(|t| t.name == *n)).collect();
     if found.iter().all(Option::is_none) {
         return Ok(None);
@@ -94,7 +98,12 @@ pub fn encode(k: &RepoKernel, answer: &Answer) -> Vec<Tensor> {
         let Output::Tensors(ts) = out else { return Vec::new() };
         ts.iter()
             .zip(names)
-            .map(|(t, name)| Tensor { name: name.into(), datatype: t.dtype, shape: t.shape.clone(), data: t.bytes().to_vec() })
+            .map(|(t, name)| Tensor {
+                name: name.into(),
+                datatype: t.dtype,
+                shape: t.shape.clone(),
+                data: t.bytes().to_vec(),
+            })
             .collect()
     };
     let mut out = named(&answer.mandatory, k.spec.outputs.iter().map(|t| t.name.as_str()).collect());
@@ -108,9 +117,15 @@ pub fn encode(k: &RepoKernel, answer: &Answer) -> Vec<Tensor> {
 /// twice while the CPU code runs: the request's copy and the kernel's).
 pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
     let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
-    let specs: Vec<(&str, &[DimExpr])> = k.spec.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
-    let shapes: Vec<&[u64]> =
-        k.spec.inputs.iter().filter_map(|s| tensors.iter().find(|t| t.name == s.name)).map(|t| &t.shape[..]).collect();
+    let specs: Vec<(&str, &[DimExpr])> =
+        k.spec.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
+    let shapes: Vec<&[u64]> = k
+        .spec
+        .inputs
+        .iter()
+        .filter_map(|s| tensors.iter().find(|t| t.name == s.name))
+        .map(|t| &t.shape[..])
+        .collect();
     let outputs: u64 = match shape::bind(&k.spec.dims, &specs, &shapes) {
         Ok(dims) => k
             .spec

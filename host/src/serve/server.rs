@@ -269,7 +269,8 @@ impl Server {
 
     /// The metrics text, each pool's state read now.
     pub fn render_metrics(&self) -> String {
-        let pools: Vec<(&str, &Status)> = self.models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
+        let pools: Vec<(&str, &Status)> =
+            self.models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
         self.metrics.inflight_bytes(self.budget.used());
         self.metrics.render(pools.into_iter(), self.hosts.get())
     }
@@ -284,7 +285,8 @@ impl Server {
     pub async fn infer(&self, req: InferRequest) -> Result<InferResponse, ServeError> {
         let model = self.model(&req.model, req.version.as_deref())?;
         req.reservation.set_counted();
-        let tally = Tally::new(&self.metrics, model.name());
+        let name = model.name().to_string();
+        let tally = Tally::new(&self.metrics, &name);
         let result = self.infer_on(model, req).await;
         tally.finish(&result);
         result
@@ -301,7 +303,10 @@ impl Server {
         let work = model.decode(&inputs)?;
         drop(inputs);
         self.check_items(&work)?;
-        let hosted = self.models.get(model.name()).ok_or_else(|| ServeError::NotFound(format!("no model '{}'", model.name())))?;
+        let hosted = self
+            .models
+            .get(model.name())
+            .ok_or_else(|| ServeError::NotFound(format!("no model '{}'", model.name())))?;
         let place =
             Place::take(&hosted.held, self.limits.max_queue).ok_or_else(|| ServeError::Overloaded {
                 message: format!(
