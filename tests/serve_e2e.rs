@@ -145,6 +145,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         size_estimate: spork::policy::estimate::Statistic::Percentile(0.99),
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
+        repository: None,
     };
     let running = spork::serve::start(cfg).expect("the server starts");
     let out = Command::new(&python)

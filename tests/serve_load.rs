@@ -40,6 +40,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout,
         faults,
+        repository: None,
     };
     (spork::serve::start(cfg).expect("the server starts"), k)
 }
@@ -182,6 +183,7 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: FaultPlan::default(),
+        repository: None,
     };
     let running = spork::serve::start(cfg).expect("the server starts");
     // Sample the census every 20 ms while the load runs: the board is never held by both.

@@ -61,6 +61,7 @@ fn bench(c: &mut Criterion) {
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
+        repository: None,
     };
     let running = spork::serve::start(cfg).expect("server");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");

@@ -104,6 +104,7 @@ fn one(
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
+        repository: None,
     };
     let running = spork::serve::start(cfg).context("starting the server")?;
     let (requests, _) = args.workload.requests()?;

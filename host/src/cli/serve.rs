@@ -14,6 +14,7 @@ use spork::backend::remote::{DEFAULT_WORKER_NAME, Hosts, RemoteConfig, Source, T
 use spork::engine::Plan;
 use spork::input::InputError;
 use spork::policy::Scheduler;
+use spork::serve::control::ModelControl;
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 use std::sync::Arc;
@@ -43,6 +44,15 @@ pub struct Args {
     /// and left out; the others serve. Repeatable. A flag only, not a setting of the file.
     #[arg(long, value_name = "DIR")]
     model_repository: Vec<PathBuf>,
+    /// How repository models change while the server runs: `explicit` (only by the repository
+    /// API's load and unload, as tritonclient's load_model / unload_model call it) or `poll` (also a
+    /// new or changed model folder is loaded, a removed one unloaded, checked every
+    /// --repository-poll-secs) [default: explicit].
+    #[arg(long, value_name = "MODE", value_parser = ["explicit", "poll"])]
+    model_control: Option<String>,
+    /// Seconds between two looks at the repositories under --model-control poll [default: 5].
+    #[arg(long, value_name = "S")]
+    repository_poll_secs: Option<f64>,
     /// Scheduler of every pool (one needing the trace in advance cannot serve) [default: spork-e].
     #[arg(long)]
     scheduler: Option<String>,
@@ -245,7 +255,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "spork serve: HTTP on {}, gRPC on {}; models {}; ready (SIGTERM or Ctrl-C drains)",
         running.http,
         running.grpc,
-        running.server.models().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
+        running.server.models().into_iter().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
     );
     running.wait_for_signal().context("waiting for a signal")?;
     eprintln!("draining ...");
@@ -375,16 +385,34 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernel.board = own;
         kernels.push(kernel);
     }
+    let measure = spork::serve::control::Measure {
+        target: which.target(),
+        clock_mhz,
+        platform: platform_file.clone(),
+        sim: which == BoardArg::Sim,
+    };
+    let mut not_loaded = Vec::new();
     for repo in &repositories {
-        kernels.extend(repository_models(
-            repo,
-            which,
-            remote.is_some(),
-            clock_mhz,
-            platform_file.as_deref(),
-        )?);
+        kernels.extend(repository_models(repo, which, remote.is_some(), &measure, &mut not_loaded)?);
     }
-    if kernels.is_empty() {
+    let control = match (args.model_control.as_deref(), args.repository_poll_secs) {
+        (Some("poll"), secs) => {
+            let s = secs.unwrap_or(5.0);
+            if !(s.is_finite() && (0.1..=3600.0).contains(&s)) {
+                bail!("--repository-poll-secs {s} must be between 0.1 and 3600");
+            }
+            ModelControl::Poll(Duration::from_secs_f64(s))
+        }
+        (_, Some(_)) => bail!("--repository-poll-secs needs --model-control poll"),
+        _ => ModelControl::Explicit,
+    };
+    let repository = (!repositories.is_empty()).then(|| spork::serve::RepositorySetup {
+        dirs: repositories.clone(),
+        control,
+        measure: measure.clone(),
+        not_loaded,
+    });
+    if kernels.is_empty() && repositories.is_empty() {
         bail!(
             "no model to serve: every model of the repositories failed to load (see above); fix them or add --models"
         );
@@ -420,6 +448,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         },
         kernel_timeout,
         faults: Default::default(),
+        repository,
     })
 }
 
@@ -551,8 +580,8 @@ fn repository_models(
     dir: &std::path::Path,
     board: BoardArg,
     remote: bool,
-    clock_mhz: Option<f64>,
-    platform: Option<&std::path::Path>,
+    measure: &spork::serve::control::Measure,
+    not_loaded: &mut Vec<(String, String)>,
 ) -> anyhow::Result<Vec<Kernelled>> {
     use spork::repository::kernel::RepoKernel;
     let scanned = spork::repository::scan(dir)?;
@@ -572,14 +601,21 @@ fn repository_models(
     for (folder, spec) in scanned {
         let loaded = spec
             .map_err(anyhow::Error::from)
-            .and_then(|spec| Ok(RepoKernel::load(spec, board == BoardArg::Sim)?))
-            .and_then(|k| Ok(Kernelled::measure_repo(Arc::new(k), board.target(), clock_mhz, platform)?));
+            .and_then(|spec| Ok(RepoKernel::load(spec, measure.sim)?))
+            .and_then(|k| {
+                let platform = measure.platform.as_deref();
+                Ok(Kernelled::measure_repo(Arc::new(k), measure.target, measure.clock_mhz, platform)?)
+            });
         match loaded {
             Ok(k) => {
                 eprintln!("model {}: loaded from {}", k.image.kernel.name(), folder.display());
                 out.push(k);
             }
-            Err(e) => eprintln!("model {}: not loaded: {e:#}", folder.display()),
+            Err(e) => {
+                eprintln!("model {}: not loaded: {e:#}", folder.display());
+                let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                not_loaded.push((name, format!("{e:#}")));
+            }
         }
     }
     Ok(out)

@@ -90,7 +90,15 @@ unbounded!(
     proto::ServerMetadataResponse,
     proto::ModelMetadataRequest,
     proto::ModelMetadataResponse,
-    proto::ModelInferResponse
+    proto::ModelInferResponse,
+    proto::RepositoryIndexRequest,
+    proto::RepositoryIndexResponse,
+    // Their parameter maps are bounded by the message limit alone: a load or unload is served one
+    // at a time, and its parameters are only looked up, never kept.
+    proto::RepositoryModelLoadRequest,
+    proto::RepositoryModelLoadResponse,
+    proto::RepositoryModelUnloadRequest,
+    proto::RepositoryModelUnloadResponse
 );
 
 impl WireBound for proto::ModelInferRequest {

@@ -541,16 +541,21 @@ impl Checker<'_> {
 /// The model's name: its folder's, which must be a name the protocol can carry in a URL.
 fn model_name(dir: &Path) -> Result<String, InputError> {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        && !name.starts_with('.');
-    if !ok {
+    if !valid_model_name(&name) {
         let location = Location { path: dir.join("model.toml"), line: 1, column: 1 };
         let fix = "rename the folder: letters, digits, _ - . (at most 64, not starting with .)";
         return Err(InputError::invalid(location, "name", format!("'{name}' is not a model name"), fix));
     }
     Ok(name)
+}
+
+/// Whether `name` can name a model: letters, digits, `_`, `-` and `.`, at most 64, not starting
+/// with `.` (so it is one path component and fits in a URL).
+pub fn valid_model_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        && !name.starts_with('.')
 }
 
 /// Letters, digits and `_`, starting with a letter or `_`.

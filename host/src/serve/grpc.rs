@@ -194,6 +194,50 @@ impl GrpcInferenceService for Service {
             raw_output_contents: chosen.iter().map(|t| t.data.clone()).collect(),
         }))
     }
+
+    async fn repository_index(
+        &self,
+        req: Request<RepositoryIndexRequest>,
+    ) -> Result<Response<RepositoryIndexResponse>, Status> {
+        let control = self.server.control()?;
+        let models = control
+            .index(&self.server, req.get_ref().ready)
+            .into_iter()
+            .map(|e| repository_index_response::ModelIndex {
+                name: e.name,
+                version: e.version,
+                state: e.state.into(),
+                reason: e.reason,
+            })
+            .collect();
+        Ok(Response::new(RepositoryIndexResponse { models }))
+    }
+
+    async fn repository_model_load(
+        &self,
+        req: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        let control = self.server.control()?;
+        let r = req.into_inner();
+        if let Some(key) = r.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            let key: String = key.chars().take(80).collect();
+            return Err(ServeError::BadRequest(format!(
+                "load parameter '{key}' is not taken: edit the model's folder and load it again"
+            ))
+            .into());
+        }
+        control.load(&self.server, &r.model_name).await?;
+        Ok(Response::new(RepositoryModelLoadResponse {}))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        req: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        let control = self.server.control()?;
+        control.unload(&self.server, &req.get_ref().model_name).await?;
+        Ok(Response::new(RepositoryModelUnloadResponse {}))
+    }
 }
 
 impl Service {

@@ -35,6 +35,9 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_v))
         .route("/metrics", get(metrics))
+        .route("/v2/repository/index", post(super::http_repository::index))
+        .route("/v2/repository/models/{name}/load", post(super::http_repository::load))
+        .route("/v2/repository/models/{name}/unload", post(super::http_repository::unload))
         .fallback(|| async { error(ServeError::NotFound("no such endpoint: see /v2".into())) })
         // Outermost first: the token before anything else, then the body metered on the budget.
         .layer(middleware::from_fn_with_state(server.clone(), meter))
@@ -61,7 +64,7 @@ async fn meter(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
 }
 
 /// An error as the protocol says it.
-fn error(e: ServeError) -> Response {
+pub fn error(e: ServeError) -> Response {
     let status = StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = (status, axum::Json(json!({ "error": e.to_string() }))).into_response();
     if let ServeError::Overloaded { retry_after, .. } = e {

@@ -11,9 +11,11 @@
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
 pub mod budget;
+pub mod control;
 pub mod error;
 pub mod grpc;
 pub mod http;
+pub mod http_repository;
 pub mod json;
 pub mod listen;
 pub mod metrics;
@@ -161,6 +163,63 @@ pub struct ServeConfig {
     pub kernel_timeout: Duration,
     /// Injected faults (tests, drills): failed board configurations, stalled kernels.
     pub faults: FaultPlan,
+    /// The model repositories, if any (their models loaded at start are in `kernels`).
+    pub repository: Option<RepositorySetup>,
+}
+
+/// The model repositories of a server: their models may be loaded and unloaded while it runs.
+#[derive(Clone, Debug)]
+pub struct RepositorySetup {
+    /// The repository folders.
+    pub dirs: Vec<std::path::PathBuf>,
+    /// How their models change while the server runs.
+    pub control: control::ModelControl,
+    /// How a model loaded at run time is measured.
+    pub measure: control::Measure,
+    /// Why each model that failed to load at start is not served (shown in the index).
+    pub not_loaded: Vec<(String, String)>,
+}
+
+/// What every pool is started with: the plan, the board, the drain and kernel bounds, the shared
+/// boards and the clock; for the pools at start and those of models loaded later alike.
+pub struct PoolFactory {
+    plan: Plan,
+    board: Board,
+    /// How long a drain lets requests in flight finish.
+    pub grace: Duration,
+    kernel_timeout: Duration,
+    faults: FaultPlan,
+    size_estimate: Statistic,
+    shared: Option<SharedBoards>,
+    clock: Clock,
+}
+
+impl PoolFactory {
+    /// Starts `k`'s pool (`share`: its index among the pools sharing boards).
+    pub fn start(&self, k: &Kernelled, share: Option<usize>) -> std::io::Result<LivePool> {
+        let pool = PoolConfig {
+            board: k.board.clone().unwrap_or_else(|| self.board.clone()),
+            grace: self.grace,
+            kernel_timeout: self.kernel_timeout,
+            faults: self.faults.clone(),
+            share: self.shared.clone().zip(share),
+            ..PoolConfig::new(k.platform, self.plan, k.image.clone(), k.calibration)
+        }
+        .sized_at(self.size_estimate);
+        LivePool::start(pool, Oracle::default(), self.clock.clone())
+    }
+
+    /// A new pool's index among the pools sharing boards, if they are shared.
+    pub fn add_share(&self) -> Option<usize> {
+        self.shared.as_ref().map(SharedBoards::add_pool)
+    }
+
+    /// A stopped pool's boards go to the others.
+    pub fn retire_share(&self, share: Option<usize>) {
+        if let (Some(s), Some(i)) = (&self.shared, share) {
+            s.retire(i);
+        }
+    }
 }
 
 /// Why the server could not start.
@@ -220,18 +279,20 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         let books = shared.clone();
         hosts.on_capacity(Box::new(move |n| books.set_boards(n)));
     }
+    let factory = Arc::new(PoolFactory {
+        plan: cfg.plan,
+        board: cfg.board.clone(),
+        grace: cfg.grace,
+        kernel_timeout: cfg.kernel_timeout,
+        faults: cfg.faults.clone(),
+        size_estimate: cfg.size_estimate,
+        shared: shared.clone(),
+        clock: clock.clone(),
+    });
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {
-        let pool = PoolConfig {
-            board: k.board.clone().unwrap_or_else(|| cfg.board.clone()),
-            grace: cfg.grace,
-            kernel_timeout: cfg.kernel_timeout,
-            faults: cfg.faults.clone(),
-            share: shared.clone().map(|s| (s, i)),
-            ..PoolConfig::new(k.platform, cfg.plan, k.image.clone(), k.calibration)
-        }
-        .sized_at(cfg.size_estimate);
-        pools.push((k.model(), LivePool::start(pool, Oracle::default(), clock.clone())?));
+        let share = shared.as_ref().map(|_| i);
+        pools.push((k.model(), factory.start(k, share)?, share));
     }
     let probes: Vec<(String, Arc<Work>)> =
         cfg.kernels.iter().map(|k| (k.image.kernel.name().to_string(), probe(&k.image))).collect();
@@ -245,6 +306,21 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         }
         Ok::<(), StartError>(())
     })?;
+    if let Some(repo) = &cfg.repository {
+        let control = Arc::new(control::Control::new(repo.dirs.clone(), factory, repo.measure.clone()));
+        for (name, why) in &repo.not_loaded {
+            control.note(name, why.clone());
+        }
+        for k in &cfg.kernels {
+            if let KernelRef::Repo(r) = &k.image.kernel {
+                control.loaded_from(r.name(), &r.spec.dir);
+            }
+        }
+        server.set_control(control.clone());
+        if let control::ModelControl::Poll(every) = repo.control {
+            rt.spawn(control.poll(server.clone(), every));
+        }
+    }
     let listeners = rt.block_on(listen::start(server.clone(), cfg.http, cfg.grpc, cfg.grace))?;
     server.set_ready();
     Ok(Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt })

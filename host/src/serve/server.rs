@@ -2,7 +2,7 @@
 //! limits and metrics, and the one inference path that HTTP and gRPC both call.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -90,12 +90,15 @@ pub struct InferResponse {
     pub served: Served,
 }
 
-/// One served model and its pool.
+/// One served model and its pool. Requests hold it (an `Arc`) while they run, so a model unloaded
+/// or replaced meanwhile finishes them before its pool ends.
 pub struct Hosted {
     model: Model,
     pool: LivePool,
     /// Requests its pool holds, queued or running (bounded by [`Limits::max_queue`]).
     held: Arc<AtomicUsize>,
+    /// Its index among the pools sharing boards, if they are shared.
+    share: Option<usize>,
 }
 
 /// A request's place in its pool, given back when the pool is done with it.
@@ -159,7 +162,9 @@ impl Drop for Tally<'_> {
 
 /// The running server's state.
 pub struct Server {
-    models: BTreeMap<String, Hosted>,
+    models: RwLock<BTreeMap<String, Arc<Hosted>>>,
+    /// Reports of the pools that ended while the server ran (models unloaded or replaced).
+    retired: Arc<Mutex<Vec<(String, Option<PoolReport>)>>>,
     token: Option<String>,
     /// Health and metrics without the token.
     pub open_health: bool,
@@ -173,22 +178,27 @@ pub struct Server {
     draining: AtomicBool,
     /// The worker hosts, when the pools' workers are remote.
     hosts: std::sync::OnceLock<crate::backend::remote::Hosts>,
+    /// Model control, when the server has model repositories.
+    control: std::sync::OnceLock<Arc<super::control::Control>>,
 }
 
 impl Server {
     /// A server of `pools`, not yet ready.
     pub fn new(
-        pools: Vec<(Model, LivePool)>,
+        pools: Vec<(Model, LivePool, Option<usize>)>,
         token: Option<String>,
         open_health: bool,
         limits: Limits,
     ) -> Server {
         let models = pools
             .into_iter()
-            .map(|(model, pool)| (model.name().to_string(), Hosted { model, pool, held: Arc::default() }))
+            .map(|(model, pool, share)| {
+                (model.name().to_string(), Arc::new(Hosted { model, pool, held: Arc::default(), share }))
+            })
             .collect();
         Server {
-            models,
+            models: RwLock::new(models),
+            retired: Arc::default(),
             token,
             open_health,
             limits,
@@ -197,7 +207,25 @@ impl Server {
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             hosts: std::sync::OnceLock::new(),
+            control: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives the server its model control (it has model repositories).
+    pub fn set_control(&self, control: Arc<super::control::Control>) {
+        let _ = self.control.set(control);
+    }
+
+    /// Its model control: the repository API's, refused when it has no repository.
+    pub fn control(&self) -> Result<Arc<super::control::Control>, ServeError> {
+        self.control.get().cloned().ok_or_else(|| {
+            ServeError::BadRequest("this server has no model repository: start it with --model-repository DIR".into())
+        })
+    }
+
+    /// Whether it is draining.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
     }
 
     /// Shows `hosts` in the metrics (the pools' workers are theirs).
@@ -219,25 +247,85 @@ impl Server {
     /// holds within its grace period.
     pub fn drain(&self) {
         self.draining.store(true, Ordering::Relaxed);
-        for s in self.models.values() {
+        for s in self.hosted_all() {
             s.pool.drain();
         }
     }
 
-    /// Ends every pool (after [`Server::drain`]); their reports, by model.
+    /// Ends every pool (after [`Server::drain`]); their reports, by model, with those of the pools
+    /// that ended earlier (models unloaded or replaced).
     pub fn join(self) -> Vec<(String, Option<PoolReport>)> {
-        self.models.into_iter().map(|(name, s)| (name, s.pool.join())).collect()
+        let models = self.models.into_inner().unwrap_or_else(PoisonError::into_inner);
+        let mut reports: Vec<(String, Option<PoolReport>)> = models
+            .into_iter()
+            .map(|(name, s)| (name, Arc::try_unwrap(s).ok().and_then(|h| h.pool.join())))
+            .collect();
+        let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+        reports.extend(retired.drain(..).map(|(n, r)| (format!("{n} (unloaded)"), r)));
+        reports
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<String, Arc<Hosted>>> {
+        self.models.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn hosted_all(&self) -> Vec<Arc<Hosted>> {
+        self.read().values().cloned().collect()
     }
 
     /// The served models.
-    pub fn models(&self) -> impl Iterator<Item = Model> + '_ {
-        self.models.values().map(|s| s.model.clone())
+    pub fn models(&self) -> Vec<Model> {
+        self.read().values().map(|s| s.model.clone()).collect()
+    }
+
+    /// Serves `model` on `pool` (its index among shared boards' pools, if shared); the model it
+    /// replaces, if any, to retire.
+    pub fn insert(&self, model: Model, pool: LivePool, share: Option<usize>) -> Option<Arc<Hosted>> {
+        if self.draining.load(Ordering::Relaxed) {
+            pool.drain();
+        }
+        let hosted = Arc::new(Hosted { model, pool, held: Arc::default(), share });
+        let name = hosted.model.name().to_string();
+        self.models.write().unwrap_or_else(PoisonError::into_inner).insert(name, hosted)
+    }
+
+    /// Stops serving model `name`: later requests find no such model (404); the model, to retire.
+    pub fn remove(&self, name: &str) -> Option<Arc<Hosted>> {
+        self.models.write().unwrap_or_else(PoisonError::into_inner).remove(name)
+    }
+
+    /// Ends a removed model's pool on a thread of its own: drained at once (requests already in it
+    /// finish within the grace period, new ones are refused), joined once the last request holding
+    /// it is done (at most `wait`), its report kept for [`Server::join`]; then `released` with its
+    /// shared-boards index.
+    pub fn retire(&self, hosted: Arc<Hosted>, wait: Duration, released: impl FnOnce(Option<usize>) + Send + 'static) {
+        hosted.pool.drain();
+        let retired = self.retired.clone();
+        let spawned = std::thread::Builder::new().name("spork-retire".into()).spawn(move || {
+            let name = hosted.model.name().to_string();
+            let share = hosted.share;
+            let start = std::time::Instant::now();
+            while Arc::strong_count(&hosted) > 1 && start.elapsed() < wait {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let report = Arc::try_unwrap(hosted).ok().and_then(|h| h.pool.join());
+            retired.lock().unwrap_or_else(PoisonError::into_inner).push((name, report));
+            released(share);
+        });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the thread that ends an unloaded model's pool: {e}");
+        }
     }
 
     /// The model `name` (at `version`, if given).
     pub fn model(&self, name: &str, version: Option<&str>) -> Result<Model, ServeError> {
-        let s = self.models.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        self.hosted(name, version).map(|h| h.model.clone())
+    }
+
+    fn hosted(&self, name: &str, version: Option<&str>) -> Result<Arc<Hosted>, ServeError> {
+        let models = self.read();
+        let s = models.get(name).ok_or_else(|| {
+            let known: Vec<&str> = models.keys().map(String::as_str).collect();
             let shown: String = name.chars().take(80).collect();
             ServeError::NotFound(format!("no model '{shown}': this server has {}", known.join(", ")))
         })?;
@@ -248,7 +336,7 @@ impl Server {
                     "model '{name}' has no version '{shown}' (it serves {VERSION})"
                 )))
             }
-            _ => Ok(s.model.clone()),
+            _ => Ok(s.clone()),
         }
     }
 
@@ -269,30 +357,30 @@ impl Server {
 
     /// The metrics text, each pool's state read now.
     pub fn render_metrics(&self) -> String {
-        let pools: Vec<(&str, &Status)> =
-            self.models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
+        let models = self.read();
+        let pools: Vec<(&str, &Status)> = models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
         self.metrics.inflight_bytes(self.budget.used());
         self.metrics.render(pools.into_iter(), self.hosts.get())
     }
 
     /// Sends `work` through model `name`'s pool, bypassing readiness: the start-up probe.
     pub async fn probe(&self, name: &str, work: Arc<crate::datapath::work::Work>) -> Result<(), String> {
-        let pool = &self.models.get(name).ok_or("no such pool")?.pool;
-        pool.submit(work, None, None).await.map(|_| ()).map_err(|r| r.to_string())
+        let hosted = self.read().get(name).cloned().ok_or("no such pool")?;
+        hosted.pool.submit(work, None, None).await.map(|_| ()).map_err(|r| r.to_string())
     }
 
     /// Runs one inference: checked, scheduled by the model's pool, answered (or refused) once.
     pub async fn infer(&self, req: InferRequest) -> Result<InferResponse, ServeError> {
-        let model = self.model(&req.model, req.version.as_deref())?;
+        let hosted = self.hosted(&req.model, req.version.as_deref())?;
         req.reservation.set_counted();
-        let name = model.name().to_string();
-        let tally = Tally::new(&self.metrics, &name);
-        let result = self.infer_on(model, req).await;
+        let tally = Tally::new(&self.metrics, hosted.model.name());
+        let result = self.infer_on(&hosted, req).await;
         tally.finish(&result);
         result
     }
 
-    async fn infer_on(&self, model: Model, req: InferRequest) -> Result<InferResponse, ServeError> {
+    async fn infer_on(&self, hosted: &Hosted, req: InferRequest) -> Result<InferResponse, ServeError> {
+        let model = &hosted.model;
         if !self.is_ready() {
             let why = if self.draining.load(Ordering::Relaxed) { "draining" } else { "not ready yet" };
             return Err(ServeError::Unavailable(format!("the server is {why}: it takes no requests")));
@@ -303,10 +391,6 @@ impl Server {
         let work = model.decode(&inputs)?;
         drop(inputs);
         self.check_items(&work)?;
-        let hosted = self
-            .models
-            .get(model.name())
-            .ok_or_else(|| ServeError::NotFound(format!("no model '{}'", model.name())))?;
         let place =
             Place::take(&hosted.held, self.limits.max_queue).ok_or_else(|| ServeError::Overloaded {
                 message: format!(

@@ -1,0 +1,258 @@
+//! Model control, as Triton does it: the repository index, loading a model (its pool started, its
+//! boards shared with the others) and unloading one (its requests in flight finish within the grace
+//! period; new ones find no such model), at a client's call (`explicit`) or when a model folder
+//! changes (`poll`). A model that fails to load leaves the others serving and says why in the index.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::error::ServeError;
+use super::models::Model;
+use super::server::Server;
+use super::{Kernelled, PoolFactory};
+use crate::backend::bitstream::Target;
+use crate::repository::kernel::RepoKernel;
+use crate::repository::spec::{self, valid_model_name};
+
+/// How models change while the server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelControl {
+    /// Only by the repository API's load and unload.
+    Explicit,
+    /// Also by polling the repositories at this period: a new or changed folder is (re)loaded, a
+    /// removed one unloaded.
+    Poll(Duration),
+}
+
+/// How a loaded model is measured for its pool.
+#[derive(Clone, Debug)]
+pub struct Measure {
+    /// The board kind whose manifest (or timing) applies.
+    pub target: Target,
+    /// The clock given on the command line, if any.
+    pub clock_mhz: Option<f64>,
+    /// The platform profile, if any.
+    pub platform: Option<PathBuf>,
+    /// Whether the simulated board runs it (its RTL is verilated at load).
+    pub sim: bool,
+}
+
+/// One entry of the repository index.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct IndexEntry {
+    /// The model's name.
+    pub name: String,
+    /// Its version ("1" once loaded).
+    pub version: String,
+    /// `READY` or `UNAVAILABLE`.
+    pub state: &'static str,
+    /// Why it is not ready.
+    pub reason: String,
+}
+
+/// The server's repositories and what it did with their models.
+pub struct Control {
+    repositories: Vec<PathBuf>,
+    factory: Arc<PoolFactory>,
+    measure: Measure,
+    /// Why each model that failed to load (or was unloaded) is not served.
+    reasons: Mutex<BTreeMap<String, String>>,
+    /// One load or unload at a time.
+    busy: tokio::sync::Mutex<()>,
+    /// Each folder's content as last loaded (poll mode).
+    seen: Mutex<BTreeMap<String, String>>,
+}
+
+impl Control {
+    /// Control over the models of `repositories`, new pools made by `factory`.
+    pub fn new(repositories: Vec<PathBuf>, factory: Arc<PoolFactory>, measure: Measure) -> Control {
+        Control {
+            repositories,
+            factory,
+            measure,
+            reasons: Mutex::default(),
+            busy: tokio::sync::Mutex::new(()),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Records why model `name` is not served (a load that failed at start, say).
+    pub fn note(&self, name: &str, reason: String) {
+        self.reasons.lock().unwrap_or_else(PoisonError::into_inner).insert(name.into(), reason);
+    }
+
+    /// Records the content model `name` was loaded from (so polling reloads it only on a change).
+    pub fn loaded_from(&self, name: &str, dir: &Path) {
+        let fp = fingerprint(dir);
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).insert(name.into(), fp);
+    }
+
+    /// Every model the repositories hold and every model served, with its state.
+    pub fn index(&self, server: &Server, ready_only: bool) -> Vec<IndexEntry> {
+        let served: BTreeSet<String> = server.models().iter().map(|m| m.name().to_string()).collect();
+        let mut names: BTreeSet<String> = self.folders().into_keys().collect();
+        names.extend(served.iter().cloned());
+        let reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
+        names
+            .into_iter()
+            .map(|name| {
+                let ready = served.contains(&name);
+                let reason = if ready { String::new() } else { reasons.get(&name).cloned().unwrap_or_else(|| "not loaded".into()) };
+                IndexEntry {
+                    version: if ready { super::models::VERSION.into() } else { String::new() },
+                    state: if ready { "READY" } else { "UNAVAILABLE" },
+                    name,
+                    reason,
+                }
+            })
+            .filter(|e| !ready_only || e.state == "READY")
+            .collect()
+    }
+
+    /// Model folders of the repositories by name (the first repository holding a name wins).
+    fn folders(&self) -> BTreeMap<String, PathBuf> {
+        let mut found = BTreeMap::new();
+        for repo in &self.repositories {
+            let Ok(entries) = std::fs::read_dir(repo) else { continue };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if valid_model_name(&name) && e.path().join("model.toml").is_file() {
+                    found.entry(name).or_insert_with(|| e.path());
+                }
+            }
+        }
+        found
+    }
+
+    /// Loads (or reloads) model `name` from its folder: built, measured, its pool started and
+    /// probed, then served; the model it replaces retires.
+    pub async fn load(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
+        let _one = self.busy.lock().await;
+        let dir = self.folders().remove(name).ok_or_else(|| {
+            let shown: String = name.chars().take(80).collect();
+            ServeError::BadRequest(format!("failed to load '{shown}': no model folder of that name in the repositories"))
+        })?;
+        match self.build(server, &dir).await {
+            Ok(()) => {
+                self.reasons.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+                self.loaded_from(name, &dir);
+                tracing::info!(model = name, "loaded");
+                Ok(())
+            }
+            Err(why) => {
+                tracing::warn!(model = name, "failed to load: {why}");
+                self.note(name, why.clone());
+                self.loaded_from(name, &dir);
+                Err(ServeError::BadRequest(format!("failed to load '{name}': {why}")))
+            }
+        }
+    }
+
+    async fn build(&self, server: &Arc<Server>, dir: &Path) -> Result<(), String> {
+        let measure = self.measure.clone();
+        let dir = dir.to_path_buf();
+        let kernelled = tokio::task::spawn_blocking(move || -> Result<Kernelled, String> {
+            let spec = spec::load(&dir).map_err(|e| e.to_string())?;
+            let kernel = RepoKernel::load(spec, measure.sim).map_err(|e| e.to_string())?;
+            Kernelled::measure_repo(Arc::new(kernel), measure.target, measure.clock_mhz, measure.platform.as_deref())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| format!("the loader stopped: {e}"))??;
+        let share = self.factory.add_share();
+        let pool = self.factory.start(&kernelled, share).map_err(|e| e.to_string())?;
+        let probe = super::probe(&kernelled.image);
+        if let Err(r) = pool.submit(probe, None, None).await {
+            pool.drain();
+            let _ = tokio::task::spawn_blocking(move || pool.join()).await;
+            self.factory.retire_share(share);
+            return Err(format!("its pool did not answer its start-up probe: {r}"));
+        }
+        if let Some(old) = server.insert(kernelled.model(), pool, share) {
+            self.retire(server, old);
+        }
+        Ok(())
+    }
+
+    fn retire(&self, server: &Server, hosted: Arc<super::server::Hosted>) {
+        let factory = self.factory.clone();
+        server.retire(hosted, self.factory.grace + Duration::from_secs(10), move |share| factory.retire_share(share));
+    }
+
+    /// Unloads model `name`: new requests find no such model; those in flight finish within the
+    /// grace period.
+    pub async fn unload(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
+        let _one = self.busy.lock().await;
+        let hosted = server.remove(name).ok_or_else(|| {
+            let shown: String = name.chars().take(80).collect();
+            ServeError::BadRequest(format!("failed to unload '{shown}': it is not loaded"))
+        })?;
+        self.retire(server, hosted);
+        self.note(name, "unloaded".into());
+        tracing::info!(model = name, "unloaded");
+        Ok(())
+    }
+
+    /// Polls the repositories every `every`: a new or changed model folder is (re)loaded, a
+    /// repository model whose folder is gone is unloaded. Runs until the server drains.
+    pub async fn poll(self: Arc<Self>, server: Arc<Server>, every: Duration) {
+        loop {
+            tokio::time::sleep(every).await;
+            if server.is_draining() {
+                return;
+            }
+            let folders = self.folders();
+            for (name, dir) in &folders {
+                let fp = fingerprint(dir);
+                let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner).get(name).cloned();
+                if seen.as_deref() != Some(fp.as_str()) {
+                    let _ = self.load(&server, name).await;
+                }
+            }
+            let gone: Vec<String> = server
+                .models()
+                .iter()
+                .filter(|m| matches!(m, Model::Repo(_)) && !folders.contains_key(m.name()))
+                .map(|m| m.name().to_string())
+                .collect();
+            for name in gone {
+                let _ = self.unload(&server, &name).await;
+                self.seen.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
+            }
+        }
+    }
+}
+
+/// A model folder's content as the poller compares it: every file's path, size and modification
+/// time (build folders `target/` and `.git/` skipped; at most 10,000 files).
+fn fingerprint(dir: &Path) -> String {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                if name != "target" && name != ".git" {
+                    stack.push(e.path());
+                }
+            } else if files.len() < 10_000 {
+                let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                files.push((e.path(), meta.len(), modified.map_or(0, |t| t.as_nanos())));
+            }
+        }
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for (p, len, t) in files {
+        h.update(p.to_string_lossy().as_bytes());
+        h.update(len.to_le_bytes());
+        h.update(t.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
