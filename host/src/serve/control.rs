@@ -101,7 +101,11 @@ impl Control {
             .into_iter()
             .map(|name| {
                 let ready = served.contains(&name);
-                let reason = if ready { String::new() } else { reasons.get(&name).cloned().unwrap_or_else(|| "not loaded".into()) };
+                let reason = if ready {
+                    String::new()
+                } else {
+                    reasons.get(&name).cloned().unwrap_or_else(|| "not loaded".into())
+                };
                 IndexEntry {
                     version: if ready { super::models::VERSION.into() } else { String::new() },
                     state: if ready { "READY" } else { "UNAVAILABLE" },
@@ -134,7 +138,9 @@ impl Control {
         let _one = self.busy.lock().await;
         let dir = self.folders().remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
-            ServeError::BadRequest(format!("failed to load '{shown}': no model folder of that name in the repositories"))
+            ServeError::BadRequest(format!(
+                "failed to load '{shown}': no model folder of that name in the repositories"
+            ))
         })?;
         match self.build(server, &dir).await {
             Ok(()) => {
@@ -158,8 +164,13 @@ impl Control {
         let kernelled = tokio::task::spawn_blocking(move || -> Result<Kernelled, String> {
             let spec = spec::load(&dir).map_err(|e| e.to_string())?;
             let kernel = RepoKernel::load(spec, measure.sim).map_err(|e| e.to_string())?;
-            Kernelled::measure_repo(Arc::new(kernel), measure.target, measure.clock_mhz, measure.platform.as_deref())
-                .map_err(|e| e.to_string())
+            Kernelled::measure_repo(
+                Arc::new(kernel),
+                measure.target,
+                measure.clock_mhz,
+                measure.platform.as_deref(),
+            )
+            .map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| format!("the loader stopped: {e}"))??;
@@ -180,7 +191,9 @@ impl Control {
 
     fn retire(&self, server: &Server, hosted: Arc<super::server::Hosted>) {
         let factory = self.factory.clone();
-        server.retire(hosted, self.factory.grace + Duration::from_secs(10), move |share| factory.retire_share(share));
+        server.retire(hosted, self.factory.grace + Duration::from_secs(10), move |share| {
+            factory.retire_share(share)
+        });
     }
 
     /// Unloads model `name`: new requests find no such model; those in flight finish within the
@@ -242,7 +255,8 @@ fn fingerprint(dir: &Path) -> String {
                     stack.push(e.path());
                 }
             } else if files.len() < 10_000 {
-                let modified = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+                let modified =
+                    meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
                 files.push((e.path(), meta.len(), modified.map_or(0, |t| t.as_nanos())));
             }
         }

@@ -16,13 +16,15 @@ use super::server::Server;
 const MAX_CONTROL_BODY: usize = 64 << 10;
 
 async fn body_json(body: Body) -> Result<Option<Value>, ServeError> {
-    let bytes = axum::body::to_bytes(body, MAX_CONTROL_BODY)
-        .await
-        .map_err(|_| ServeError::BadRequest(format!("a repository request's body is at most {MAX_CONTROL_BODY} bytes")))?;
+    let bytes = axum::body::to_bytes(body, MAX_CONTROL_BODY).await.map_err(|_| {
+        ServeError::BadRequest(format!("a repository request's body is at most {MAX_CONTROL_BODY} bytes"))
+    })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(&bytes).map(Some).map_err(|e| ServeError::BadRequest(format!("the body is not JSON: {e}")))
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| ServeError::BadRequest(format!("the body is not JSON: {e}")))
 }
 
 /// `POST /v2/repository/index`.

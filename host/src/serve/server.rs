@@ -2,8 +2,8 @@
 //! limits and metrics, and the one inference path that HTTP and gRPC both call.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use subtle::ConstantTimeEq;
@@ -219,7 +219,9 @@ impl Server {
     /// Its model control: the repository API's, refused when it has no repository.
     pub fn control(&self) -> Result<Arc<super::control::Control>, ServeError> {
         self.control.get().cloned().ok_or_else(|| {
-            ServeError::BadRequest("this server has no model repository: start it with --model-repository DIR".into())
+            ServeError::BadRequest(
+                "this server has no model repository: start it with --model-repository DIR".into(),
+            )
         })
     }
 
@@ -298,7 +300,12 @@ impl Server {
     /// finish within the grace period, new ones are refused), joined once the last request holding
     /// it is done (at most `wait`), its report kept for [`Server::join`]; then `released` with its
     /// shared-boards index.
-    pub fn retire(&self, hosted: Arc<Hosted>, wait: Duration, released: impl FnOnce(Option<usize>) + Send + 'static) {
+    pub fn retire(
+        &self,
+        hosted: Arc<Hosted>,
+        wait: Duration,
+        released: impl FnOnce(Option<usize>) + Send + 'static,
+    ) {
         hosted.pool.drain();
         let retired = self.retired.clone();
         let spawned = std::thread::Builder::new().name("spork-retire".into()).spawn(move || {

@@ -1,0 +1,123 @@
+//! `spork serve --model-repository` end to end: a repository of kernels no built-in code knows
+//! (satadd, crc8: C compiled and RTL verilated at start) and one that fails to load (a library of ABI
+//! version 99), served on the simulated board over loopback, driven by the Python `tritonclient`
+//! (HTTP and gRPC, tests/python/repo_e2e.py): answers equal the references on CPU workers and on the
+//! board, the index says which model is not served and why, crc8 is unloaded and loaded again while
+//! satadd runs under load, bad requests get their status. Then the server drains on SIGTERM and
+//! every request it took was answered or refused, once.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The virtual environment's python, made if missing.
+fn python() -> PathBuf {
+    let out = Command::new("bash").arg(root().join("scripts/python-env.sh")).output().expect("bash runs");
+    assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(stdout.lines().last().expect("the venv's python on the last line").trim())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("list").flatten() {
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).expect("copy");
+        }
+    }
+}
+
+/// A repository: satadd and crc8 as they are, and `broken`, satadd whose library says ABI 99.
+fn repository(dir: &Path) {
+    let fixtures = root().join("tests/fixtures/kernels");
+    copy_dir(&fixtures.join("satadd"), &dir.join("satadd"));
+    copy_dir(&fixtures.join("crc8"), &dir.join("crc8"));
+    copy_dir(&fixtures.join("satadd"), &dir.join("broken"));
+    let c = dir.join("broken/cpu/satadd.c");
+    let text = std::fs::read_to_string(&c).expect("satadd.c");
+    let broken = text.replace("{SPORK_KERNEL_ABI_VERSION, \"satadd\"}", "{99, \"satadd\"}");
+    assert_ne!(text, broken, "the fixture's INFO line changed");
+    std::fs::write(c, broken).expect("write");
+}
+
+/// Waits for the server's "HTTP on A, gRPC on B" line (on its stderr, which is passed on);
+/// returns both addresses.
+fn addresses(child: &mut Child) -> (String, String) {
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(300) {
+        let Some(Ok(line)) = lines.next() else { break };
+        eprintln!("{line}");
+        if let Some(rest) = line.strip_prefix("spork serve: HTTP on ") {
+            let (http, rest) = rest.split_once(", gRPC on ").expect("both addresses");
+            let grpc = rest.split(';').next().expect("gRPC address");
+            std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
+            return (http.to_string(), grpc.to_string());
+        }
+    }
+    panic!("the server did not report its addresses");
+}
+
+#[test]
+fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_controls_them() {
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    repository(&repo);
+    // A board that costs almost nothing idle, so the allocator holds one as soon as a model has
+    // work: these kernels are too cheap on a CPU for a real board to pay off.
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
+        .expect("write");
+    let report = tmp.path().join("report.json");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--board", "sim", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--grace", "2s"])
+        .arg("--model-repository")
+        .arg(&repo)
+        .arg("--platform")
+        .arg(&platform)
+        .arg("--report-json")
+        .arg(&report)
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    let (http, grpc) = addresses(&mut server);
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/repo_e2e.py"))
+        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
+        .output()
+        .expect("python runs");
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().expect("the server exits");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
+    eprintln!("{stdout}");
+    assert!(status.success(), "the server's drain failed: {status}");
+    let reports: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the drain report")).expect("JSON");
+    // satadd, crc8 as loaded again, and crc8's first pool, ended by its unload.
+    for model in ["satadd", "crc8", "crc8 (unloaded)"] {
+        let r = &reports[model];
+        assert!(r.is_object(), "no report for {model}: {reports}");
+        let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{model}.{k}: {r}"));
+        assert_eq!(
+            n("offered"),
+            n("answered") + n("rejected") + n("rejected_at_stop"),
+            "{model}: settled once"
+        );
+    }
+    assert!(reports["satadd"]["answered_fpga"].as_u64().is_some_and(|n| n > 0), "{reports}");
+}
