@@ -117,10 +117,11 @@ impl Backend for AlveoBoard {
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {
-        let kernel = self.image.as_ref().map(|i| i.kernel).ok_or(BackendError::NotConfigured)?;
+        let kernel =
+            self.image.as_ref().map(|i| i.kernel.name().to_string()).ok_or(BackendError::NotConfigured)?;
         let (words, took) = self.run(payload).map_err(|e| BackendError::Kernel(e.to_string()))?;
         let output =
-            stream::decode(kernel, payload, &words).map_err(|e| BackendError::Kernel(e.to_string()))?;
+            stream::decode(&kernel, payload, &words).map_err(|e| BackendError::Kernel(e.to_string()))?;
         Ok(Executed { output, device: Some((0, took)) })
     }
 

@@ -42,6 +42,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of its largest variant (serve's flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// The end-to-end demo: `spork serve` on the emulated board driven by `spork load` over loopback,
     /// SporkE then CPU-dynamic.

@@ -558,22 +558,6 @@ fn token(path: &Path) -> anyhow::Result<String> {
     Ok(t)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kubernetes_serve_config_is_one_this_server_reads() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/base/serve.toml");
-        let file = read_file(&path).expect("deploy/base/serve.toml parses with serve's own reader");
-        let workers = file.workers.expect("the workers come from DNS");
-        assert!(matches!(workers.parse::<Source>(), Ok(Source::Dns { port: 7070, .. })), "{workers}");
-        let tls = file.worker_tls.expect("[worker_tls]");
-        assert!(tls.files().expect("all three files").is_some());
-        assert_eq!(file.http.map(|a| a.port()), Some(8000));
-    }
-}
-
 /// Every model of repository `dir`, loaded for `board` and measured; a model that fails to load is
 /// reported on stderr with its fix and left out, so the others serve.
 fn repository_models(
@@ -619,4 +603,20 @@ fn repository_models(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_serve_config_is_one_this_server_reads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/base/serve.toml");
+        let file = read_file(&path).expect("deploy/base/serve.toml parses with serve's own reader");
+        let workers = file.workers.expect("the workers come from DNS");
+        assert!(matches!(workers.parse::<Source>(), Ok(Source::Dns { port: 7070, .. })), "{workers}");
+        let tls = file.worker_tls.expect("[worker_tls]");
+        assert!(tls.files().expect("all three files").is_some());
+        assert_eq!(file.http.map(|a| a.port()), Some(8000));
+    }
 }

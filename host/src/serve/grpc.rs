@@ -177,7 +177,7 @@ impl GrpcInferenceService for Service {
             ("deadline_missed".to_string(), param(ParameterChoice::BoolParam(s.missed))),
         ]);
         Ok(Response::new(ModelInferResponse {
-            model_name: answer.model.into(),
+            model_name: answer.model,
             model_version: VERSION.into(),
             id: answer.id.unwrap_or_default(),
             parameters,

@@ -160,11 +160,14 @@ impl Drop for Tally<'_> {
     }
 }
 
+/// A model's name and its pool's report (`None`: the pool ended abnormally).
+pub type ModelReport = (String, Option<PoolReport>);
+
 /// The running server's state.
 pub struct Server {
     models: RwLock<BTreeMap<String, Arc<Hosted>>>,
     /// Reports of the pools that ended while the server ran (models unloaded or replaced).
-    retired: Arc<Mutex<Vec<(String, Option<PoolReport>)>>>,
+    retired: Arc<Mutex<Vec<ModelReport>>>,
     token: Option<String>,
     /// Health and metrics without the token.
     pub open_health: bool,
@@ -258,7 +261,7 @@ impl Server {
     /// that ended earlier (models unloaded or replaced).
     pub fn join(self) -> Vec<(String, Option<PoolReport>)> {
         let models = self.models.into_inner().unwrap_or_else(PoisonError::into_inner);
-        let mut reports: Vec<(String, Option<PoolReport>)> = models
+        let mut reports: Vec<ModelReport> = models
             .into_iter()
             .map(|(name, s)| (name, Arc::try_unwrap(s).ok().and_then(|h| h.pool.join())))
             .collect();
