@@ -121,3 +121,53 @@ fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_con
     }
     assert!(reports["satadd"]["answered_fpga"].as_u64().is_some_and(|n| n > 0), "{reports}");
 }
+
+#[test]
+fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_the_token() {
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    copy_dir(&root().join("tests/fixtures/kernels/satadd"), &repo.join("satadd"));
+    let token = "poll-token-0123456789";
+    std::fs::write(tmp.path().join("token"), token).expect("write");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args([
+            "serve",
+            "--board",
+            "model",
+            "--http",
+            "127.0.0.1:0",
+            "--grpc",
+            "127.0.0.1:0",
+            "--grace",
+            "1s",
+        ])
+        .args(["--model-control", "poll", "--repository-poll-secs", "0.3"])
+        .arg("--model-repository")
+        .arg(&repo)
+        .arg("--token-file")
+        .arg(tmp.path().join("token"))
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    let (http, _) = addresses(&mut server);
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/repo_poll.py"))
+        .args(["--http", &http, "--token", token])
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--fixture")
+        .arg(root().join("tests/fixtures/kernels/crc8"))
+        .output()
+        .expect("python runs");
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().expect("the server exits");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("poll ok"), "{stdout}");
+    assert!(status.success(), "the server's drain failed: {status}");
+}

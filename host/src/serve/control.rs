@@ -136,6 +136,7 @@ impl Control {
     /// probed, then served; the model it replaces retires.
     pub async fn load(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
         let _one = self.busy.lock().await;
+        server.may_retire()?;
         let dir = self.folders().remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
             ServeError::BadRequest(format!(
@@ -200,6 +201,7 @@ impl Control {
     /// grace period.
     pub async fn unload(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
         let _one = self.busy.lock().await;
+        server.may_retire()?;
         let hosted = server.remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
             ServeError::BadRequest(format!("failed to unload '{shown}': it is not loaded"))

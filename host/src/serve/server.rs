@@ -160,6 +160,10 @@ impl Drop for Tally<'_> {
     }
 }
 
+/// Most pools ending at once: a client that loads and unloads in a loop is refused (503) rather
+/// than leaving a pool's threads behind per call.
+pub const MAX_RETIRING: usize = 4;
+
 /// A model's name and its pool's report (`None`: the pool ended abnormally).
 pub type ModelReport = (String, Option<PoolReport>);
 
@@ -168,6 +172,8 @@ pub struct Server {
     models: RwLock<BTreeMap<String, Arc<Hosted>>>,
     /// Reports of the pools that ended while the server ran (models unloaded or replaced).
     retired: Arc<Mutex<Vec<ModelReport>>>,
+    /// Pools ending on their own threads now (bounded by [`MAX_RETIRING`]).
+    retiring: Arc<AtomicUsize>,
     token: Option<String>,
     /// Health and metrics without the token.
     pub open_health: bool,
@@ -202,6 +208,7 @@ impl Server {
         Server {
             models: RwLock::new(models),
             retired: Arc::default(),
+            retiring: Arc::default(),
             token,
             open_health,
             limits,
@@ -311,6 +318,8 @@ impl Server {
     ) {
         hosted.pool.drain();
         let retired = self.retired.clone();
+        let retiring = self.retiring.clone();
+        retiring.fetch_add(1, Ordering::AcqRel);
         let spawned = std::thread::Builder::new().name("spork-retire".into()).spawn(move || {
             let name = hosted.model.name().to_string();
             let share = hosted.share;
@@ -321,10 +330,22 @@ impl Server {
             let report = Arc::try_unwrap(hosted).ok().and_then(|h| h.pool.join());
             retired.lock().unwrap_or_else(PoisonError::into_inner).push((name, report));
             released(share);
+            retiring.fetch_sub(1, Ordering::AcqRel);
         });
         if let Err(e) = spawned {
             tracing::error!("cannot start the thread that ends an unloaded model's pool: {e}");
         }
+    }
+
+    /// Whether another model may be replaced or unloaded now: fewer than [`MAX_RETIRING`] pools
+    /// are still ending.
+    pub fn may_retire(&self) -> Result<(), ServeError> {
+        if self.retiring.load(Ordering::Acquire) >= MAX_RETIRING {
+            return Err(ServeError::Unavailable(format!(
+                "{MAX_RETIRING} unloaded models are still finishing their requests: retry in a few seconds"
+            )));
+        }
+        Ok(())
     }
 
     /// The model `name` (at `version`, if given).
