@@ -208,3 +208,35 @@ fn a_kernel_error_reaches_the_caller_with_its_message() {
     k.run((&names.0, &names.1), &mut good, &mut out).expect("runs");
     assert_eq!((out[0].show(0), out[0].show(1)), ("32767".into(), "-4".into()));
 }
+
+#[test]
+fn a_repository_model_runs_live_on_the_simulated_board_checked_against_its_c_code() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // A board that costs almost nothing idle, so the allocator holds one within the short trace.
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
+        .expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["run", "--kernel", "crc8", "--board", "sim", "--duration", "6s", "--rate", "100"])
+        .args(["--scheduler", "spork-e", "--json", "--model-repository"])
+        .arg(fixture(""))
+        .arg("--config")
+        .arg(&platform)
+        .env("SPORK_CACHE_DIR", shared_cache())
+        .output()
+        .expect("spork runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run = &report["runs"][0];
+    assert_eq!(report["kernel"], "crc8");
+    assert_eq!(run["answered"], run["offered"], "{run}");
+    // Board answers came from the verilated RTL, each checked against the C code: no fault.
+    assert!(run["answered_fpga"].as_u64().is_some_and(|n| n > 0), "{run}");
+    assert_eq!(run["faults"], serde_json::json!([]), "{run}");
+    let unknown = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["run", "--kernel", "nosuch", "--model-repository"])
+        .arg(fixture(""))
+        .output()
+        .expect("spork runs");
+    assert!(text(&unknown).contains("no model folder"), "{}", text(&unknown));
+}

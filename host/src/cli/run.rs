@@ -30,9 +30,13 @@ pub struct Args {
     /// Scheduler(s), comma-separated; each replays the same trace in turn.
     #[arg(long, default_value = "spork-e,cpu-dynamic")]
     scheduler: String,
-    /// Kernel every request runs: sobel, bloom or dense.
-    #[arg(long, default_value = "sobel", value_parser = parse_kernel)]
-    kernel: Kernel,
+    /// Kernel every request runs: sobel, bloom or dense; with --model-repository, a model of it.
+    #[arg(long, default_value = "sobel")]
+    kernel: String,
+    /// A model repository (docs/model-repository.md): --kernel names one of its models, whose CPU
+    /// code is compiled and (with --board sim) RTL verilated before the runs.
+    #[arg(long, value_name = "DIR")]
+    model_repository: Option<std::path::PathBuf>,
     #[command(flatten)]
     workload: LiveTrace,
     /// Platform: power, price and spin-up delays (the FPGA speedup is measured, not taken from here).
@@ -71,6 +75,31 @@ pub struct Args {
     json: bool,
 }
 
+/// The simulated or emulated board for a repository model (real boards take the built-ins).
+fn repository_board(which: BoardArg) -> anyhow::Result<spork::backend::Board> {
+    match which {
+        BoardArg::Sim => Ok(spork::backend::Board::Sim),
+        BoardArg::Model => Ok(spork::backend::Board::Model(None)),
+        BoardArg::Alveo | BoardArg::F1 => {
+            bail!(
+                "repository models run on --board sim or model for now; --board alveo/f1 take the built-in kernels"
+            )
+        }
+    }
+}
+
+/// Model `name` of repository `repo`, loaded for `board` (its RTL verilated for the simulated one).
+fn repository_image(repo: &std::path::Path, name: &str, board: BoardArg) -> anyhow::Result<KernelImage> {
+    use spork::repository::kernel::RepoKernel;
+    let dir = repo.join(name);
+    if !spork::repository::spec::valid_model_name(name) || !dir.join("model.toml").is_file() {
+        bail!("--kernel {name}: no model folder {} (a folder with a model.toml)", dir.display());
+    }
+    let spec = spork::repository::spec::load(&dir)?;
+    let kernel = RepoKernel::load(spec, board == BoardArg::Sim)?;
+    Ok(KernelImage::repo(Arc::new(kernel)))
+}
+
 pub fn parse_kernel(s: &str) -> Result<Kernel, String> {
     Kernel::from_name(&s.to_ascii_lowercase())
         .ok_or_else(|| format!("unknown kernel '{s}': use sobel, bloom or dense"))
@@ -98,9 +127,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.kernel_timeout == 0 {
         bail!("--kernel-timeout must be above 0 (e.g. 10s)");
     }
-    // The board first: its pre-flight errors are what a user must fix before anything else.
-    let board = board(args.board, &args.real, args.kernel, Duration::from_nanos(args.kernel_timeout))?;
-    let image = Arc::new(KernelImage::new(args.kernel, args.workload.seed));
+    let (board, image) = match &args.model_repository {
+        None => {
+            let kernel = parse_kernel(&args.kernel).map_err(anyhow::Error::msg)?;
+            // The board first: its pre-flight errors are what a user must fix before anything else.
+            let board = board(args.board, &args.real, kernel, Duration::from_nanos(args.kernel_timeout))?;
+            (board, Arc::new(KernelImage::new(kernel, args.workload.seed)))
+        }
+        Some(repo) => {
+            (repository_board(args.board)?, Arc::new(repository_image(repo, &args.kernel, args.board)?))
+        }
+    };
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
@@ -145,7 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if args.json {
         let out = Output {
-            kernel: args.kernel.to_string(),
+            kernel: args.kernel.clone(),
             cpu_items_per_s: calibration.items_per_sec,
             clock_mhz: calibration.clock_hz / 1e6,
             measured_speedup: platform.fpga.speedup,
@@ -185,7 +222,12 @@ fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
         bail!("--record-load: no FPGA was configured in these runs, so there is no load latency to record");
     }
     loads.sort_by(f64::total_cmp);
-    let path = manifest_path(args.board.target(), args.kernel.name());
+    if args.model_repository.is_some() {
+        bail!(
+            "--record-load writes the built-in kernels' manifests; a repository model's timing is its own [fpga.model]"
+        );
+    }
+    let path = manifest_path(args.board.target(), &args.kernel);
     let mut m = Manifest::load(&path)
         .with_context(|| format!("--record-load needs the manifest {}", path.display()))?;
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
