@@ -48,9 +48,12 @@ fn repository(dir: &Path) {
     std::fs::write(c, broken).expect("write");
 }
 
+/// The server's stderr lines after its start-up line, as they come.
+type Lines = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// Waits for the server's "HTTP on A, gRPC on B" line (on its stderr, which is passed on);
-/// returns both addresses.
-fn addresses(child: &mut Child) -> (String, String) {
+/// returns both addresses and the lines that follow.
+fn addresses(child: &mut Child) -> (String, String, Lines) {
     let stderr = child.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
     let start = Instant::now();
@@ -60,8 +63,15 @@ fn addresses(child: &mut Child) -> (String, String) {
         if let Some(rest) = line.strip_prefix("spork serve: HTTP on ") {
             let (http, rest) = rest.split_once(", gRPC on ").expect("both addresses");
             let grpc = rest.split(';').next().expect("gRPC address");
-            std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
-            return (http.to_string(), grpc.to_string());
+            let later = Lines::default();
+            let kept = later.clone();
+            std::thread::spawn(move || {
+                for l in lines.map_while(Result::ok) {
+                    eprintln!("{l}");
+                    kept.lock().expect("lines").push(l);
+                }
+            });
+            return (http.to_string(), grpc.to_string(), later);
         }
     }
     panic!("the server did not report its addresses");
@@ -92,7 +102,7 @@ fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_con
         .stderr(Stdio::piped())
         .spawn()
         .expect("spork serve starts");
-    let (http, grpc) = addresses(&mut server);
+    let (http, grpc, _) = addresses(&mut server);
     let out = Command::new(&python)
         .arg(root().join("tests/python/repo_e2e.py"))
         .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
@@ -152,7 +162,7 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
         .stderr(Stdio::piped())
         .spawn()
         .expect("spork serve starts");
-    let (http, _) = addresses(&mut server);
+    let (http, _, _) = addresses(&mut server);
     let out = Command::new(&python)
         .arg(root().join("tests/python/repo_poll.py"))
         .args(["--http", &http, "--token", token])
@@ -170,4 +180,46 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
     assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("poll ok"), "{stdout}");
     assert!(status.success(), "the server's drain failed: {status}");
+}
+
+#[test]
+fn the_emulated_boards_answers_for_repository_models_are_crosschecked_on_their_rtl() {
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    repository(&repo);
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
+        .expect("write");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--board", "model", "--crosscheck", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
+        .args(["--grace", "2s", "--model-repository"])
+        .arg(&repo)
+        .arg("--platform")
+        .arg(&platform)
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    let (http, grpc, lines) = addresses(&mut server);
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/repo_e2e.py"))
+        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
+        .output()
+        .expect("python runs");
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().expect("the server exits");
+    assert!(out.status.success(), "the client's checks failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(status.success(), "the server's drain failed: {status}");
+    std::thread::sleep(Duration::from_millis(200));
+    let lines = lines.lock().expect("lines").join("\n");
+    let line = lines
+        .lines()
+        .find(|l| l.starts_with("emulated board answers checked"))
+        .unwrap_or_else(|| panic!("{lines}"));
+    let checked: u64 =
+        line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect(line);
+    assert!(checked > 0 && line.contains(", 0 mismatches"), "{line}");
 }

@@ -389,7 +389,8 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         target: which.target(),
         clock_mhz,
         platform: platform_file.clone(),
-        sim: which == BoardArg::Sim,
+        // The simulated board runs the RTL; the cross-check runs it beside the emulated board.
+        sim: which == BoardArg::Sim || crosscheck,
     };
     let mut not_loaded = Vec::new();
     for repo in &repositories {
