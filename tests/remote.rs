@@ -39,6 +39,8 @@ fn host(tls: Option<TlsFiles>) -> RunningHost {
             boards,
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(10),
+            models: Default::default(),
+            model_board: None,
         },
         board: "model".into(),
     })
@@ -292,6 +294,8 @@ fn plaintext_outside_loopback_is_refused_with_the_fix() {
             boards: HashMap::new(),
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(10),
+            models: Default::default(),
+            model_board: None,
         },
         board: "cpu".into(),
     })

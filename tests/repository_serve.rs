@@ -223,3 +223,79 @@ fn the_emulated_boards_answers_for_repository_models_are_crosschecked_on_their_r
         line.split(": ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok()).expect(line);
     assert!(checked > 0 && line.contains(", 0 mismatches"), "{line}");
 }
+
+#[test]
+fn a_worker_host_serves_repository_models_on_its_simulated_board() {
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    repository(&repo);
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
+        .expect("write");
+    // The host loads the same repository (its RTL verilated for its simulated board).
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["worker", "--board", "sim", "--fpga-slots", "2", "--cpu-slots", "1", "--listen", &listen])
+        .arg("--model-repository")
+        .arg(&repo)
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork worker starts");
+    let worker_err = worker.stderr.take().expect("piped stderr");
+    let mut worker_lines = BufReader::new(worker_err).lines();
+    let ready = worker_lines
+        .by_ref()
+        .map_while(Result::ok)
+        .inspect(|l| eprintln!("{l}"))
+        .any(|l| l.contains("ready"));
+    assert!(ready, "the worker host did not start");
+    std::thread::spawn(move || worker_lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args([
+            "serve",
+            "--worker",
+            &listen,
+            "--http",
+            "127.0.0.1:0",
+            "--grpc",
+            "127.0.0.1:0",
+            "--grace",
+            "2s",
+        ])
+        .arg("--model-repository")
+        .arg(&repo)
+        .arg("--platform")
+        .arg(&platform)
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    let (http, grpc, _) = addresses(&mut server);
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/repo_e2e.py"))
+        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
+        .output()
+        .expect("python runs");
+    // SAFETY: plain signals to our own children.
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let status = server.wait().expect("the server exits");
+    unsafe {
+        libc::kill(worker.id() as i32, libc::SIGTERM);
+    }
+    let _ = worker.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the client's checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(status.success(), "the server's drain failed: {status}");
+}

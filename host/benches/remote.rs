@@ -44,6 +44,8 @@ fn host(cpu: u32, fpga: u32, tls: Option<TlsFiles>) -> RunningHost {
             boards,
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(60),
+            models: Default::default(),
+            model_board: None,
         },
         board: "model".into(),
     })

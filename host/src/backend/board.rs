@@ -124,7 +124,8 @@ impl Backend for SimBoardSlot {
                 k.forward(x).map(|r| (Output::Activations(r.output), r.cycles)).map_err(kernel_err)
             }
             (Some(Loaded::Repo(axis, kernel)), Payload::Tensors(t)) => {
-                let mut outputs = kernel.outputs(t);
+                let t = kernel.bound(t).map_err(BackendError::Kernel)?;
+                let mut outputs = kernel.outputs(&t);
                 let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
                 rtl.run(axis, &t.inputs, &mut outputs, |_| true)
                     .map(|c| (Output::Tensors(outputs), c))

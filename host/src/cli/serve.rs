@@ -576,10 +576,12 @@ fn repository_models(
             dir.display()
         );
     }
-    if remote || matches!(board, BoardArg::Alveo | BoardArg::F1) {
+    // With worker hosts, the hosts run the models (each loads the same repository: `spork worker
+    // --model-repository`); this side still loads each to check, size and answer requests.
+    if !remote && matches!(board, BoardArg::Alveo | BoardArg::F1) {
         bail!(
-            "repository models run on --board model or --board sim of this host for now: worker hosts, Alveo and F1 \
-             take Spork's built-in kernels (--models)"
+            "repository models run on --board model or --board sim, or on worker hosts: Alveo and F1 take Spork's \
+             built-in kernels (--models)"
         );
     }
     let mut out = Vec::new();

@@ -43,6 +43,10 @@ pub struct Args {
     /// CPU worker slots [default: the cores available].
     #[arg(long, value_name = "N")]
     cpu_slots: Option<u32>,
+    /// A model repository whose models this host serves too (as `spork serve --model-repository`
+    /// does; a model that fails to load is reported and left out). Repeatable.
+    #[arg(long, value_name = "DIR")]
+    model_repository: Vec<std::path::PathBuf>,
     #[command(flatten)]
     real: RealBoard,
     /// This worker's certificate (PEM).
@@ -131,7 +135,19 @@ pub fn config(args: Args) -> anyhow::Result<HostConfig> {
         probe: args.probe,
         tls,
         insecure: args.insecure,
-        offer: Offer { cpu, fpga, boards, platform, lease_timeout: args.lease_timeout },
+        offer: Offer {
+            cpu,
+            fpga,
+            boards,
+            platform,
+            lease_timeout: args.lease_timeout,
+            models: repository_models(&args.model_repository, args.board == HostBoard::Sim)?,
+            model_board: match args.board {
+                HostBoard::Sim => Some(spork::backend::Board::Sim),
+                HostBoard::Model => Some(spork::backend::Board::Model(None)),
+                _ => None,
+            },
+        },
         board: describe,
     })
 }
@@ -163,4 +179,29 @@ fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, 
         board(arg, real, Kernel::Sobel, timeout)?;
     }
     Ok(out)
+}
+
+/// The models of `repositories` by name, loaded (their RTL verilated when `sim`); one that fails to
+/// load is reported on stderr and left out.
+fn repository_models(
+    repositories: &[std::path::PathBuf],
+    sim: bool,
+) -> anyhow::Result<std::collections::HashMap<String, std::sync::Arc<spork::repository::kernel::RepoKernel>>>
+{
+    let mut models = std::collections::HashMap::new();
+    for repo in repositories {
+        for (folder, spec) in spork::repository::scan(repo)? {
+            let loaded = spec
+                .map_err(anyhow::Error::from)
+                .and_then(|spec| Ok(spork::repository::kernel::RepoKernel::load(spec, sim)?));
+            match loaded {
+                Ok(k) => {
+                    eprintln!("model {}: loaded from {}", k.name(), folder.display());
+                    models.entry(k.name().to_string()).or_insert_with(|| std::sync::Arc::new(k));
+                }
+                Err(e) => eprintln!("model {}: not loaded: {e:#}", folder.display()),
+            }
+        }
+    }
+    Ok(models)
 }

@@ -47,6 +47,20 @@ pub struct TensorPayload {
     pub names: Arc<[String]>,
 }
 
+impl TensorPayload {
+    /// Inputs not yet bound to a spec (as a worker host receives them): the kernel that runs them
+    /// binds them first ([`RepoKernel::bound`]).
+    pub fn unbound(inputs: Vec<TensorBuf>) -> TensorPayload {
+        TensorPayload {
+            inputs,
+            dims: Vec::new(),
+            items: 0,
+            outputs: Vec::new(),
+            names: Arc::from(Vec::new()),
+        }
+    }
+}
+
 /// A repository model ready to run.
 pub struct RepoKernel {
     /// The checked spec.
@@ -107,13 +121,23 @@ impl RepoKernel {
         }
     }
 
-    /// The outputs `p` gives, sized, zeroed.
+    /// `p` bound to this model's spec: as it is if it was bound here, else checked and bound now
+    /// (a payload from the worker API, or one for another model, is not trusted to fit).
+    pub fn bound<'p>(&self, p: &'p TensorPayload) -> Result<std::borrow::Cow<'p, TensorPayload>, String> {
+        if p.dims.len() == self.spec.dims.len() && p.outputs.len() == self.spec.outputs.len() {
+            return Ok(std::borrow::Cow::Borrowed(p));
+        }
+        self.payload(p.inputs.clone()).map(std::borrow::Cow::Owned)
+    }
+
+    /// The outputs of bound payload `p`, sized, zeroed.
     pub fn outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
         self.spec.outputs_for(&p.dims)
     }
 
     /// Runs the CPU code on `p`: the answer CPU workers give and FPGA answers are held to.
     pub fn reference(&self, p: &TensorPayload) -> Result<Vec<TensorBuf>, String> {
+        let p = self.bound(p).map_err(|m| format!("model '{}': {m}", self.spec.name))?;
         let taken = self.states.lock().map_err(|_| "a kernel state was poisoned".to_string())?.pop();
         let mut state = match taken {
             Some(s) => s,
@@ -122,7 +146,7 @@ impl RepoKernel {
         // The kernel reads its inputs through a mutable pointer type; it gets its own copy so a
         // misbehaving kernel cannot change the request that the RTL or a retry will see.
         let mut inputs = p.inputs.clone();
-        let mut outputs = self.outputs(p);
+        let mut outputs = self.outputs(&p);
         let result = state.run((&self.names.0, &self.names.1), &mut inputs, &mut outputs);
         if let Ok(mut states) = self.states.lock() {
             states.push(state);

@@ -6,6 +6,9 @@ use spork_golden::dense::NEURONS;
 
 use crate::datapath::work::{Output, Payload};
 use crate::model::Power;
+use crate::repository::kernel::TensorPayload;
+use crate::repository::tensor::TensorBuf;
+use spork_kernel::ffi::DType;
 
 /// The generated worker API.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
@@ -51,13 +54,43 @@ pub fn version_skew(peer: &str, api: u32, version: &str, me: &str) -> Option<Str
 #[error("malformed worker message: {0}")]
 pub struct WireError(pub String);
 
+fn tensors_to_wire(ts: &[TensorBuf]) -> pb::Tensors {
+    let tensor = |t: &TensorBuf| pb::Tensor {
+        dtype: t.dtype as u32,
+        shape: t.shape.clone(),
+        data: t.bytes().to_vec(),
+    };
+    pb::Tensors { tensors: ts.iter().map(tensor).collect() }
+}
+
+/// Tensors from the wire, each checked: a known datatype, at most `MAX_RANK` dimensions, and data
+/// exactly its shape's size.
+fn tensors_from_wire(t: pb::Tensors) -> Result<Vec<TensorBuf>, WireError> {
+    t.tensors
+        .into_iter()
+        .map(|t| {
+            let dtype = DType::from_code(t.dtype)
+                .ok_or_else(|| WireError(format!("unknown tensor datatype {}", t.dtype)))?;
+            if t.shape.len() > spork_kernel::MAX_RANK {
+                return Err(WireError(format!("a tensor of {} dimensions", t.shape.len())));
+            }
+            TensorBuf::from_bytes(dtype, &t.shape, &t.data).ok_or_else(|| {
+                WireError(format!(
+                    "a {} tensor of shape {:?} with {} bytes of data",
+                    dtype.name(),
+                    t.shape,
+                    t.data.len()
+                ))
+            })
+        })
+        .collect()
+}
+
 impl From<&Payload> for pb::Payload {
-    /// A repository model's tensors have no form in the worker API yet (`spork serve` refuses
-    /// worker hosts with repository models): they go as no payload, which a host refuses.
     fn from(p: &Payload) -> pb::Payload {
         use pb::payload::Kind;
         let kind = match p {
-            Payload::Tensors(_) => return pb::Payload { kind: None },
+            Payload::Tensors(t) => Kind::Tensors(tensors_to_wire(&t.inputs)),
             Payload::Image { pixels, width } => {
                 Kind::Image(pb::Image { pixels: pixels.clone(), width: *width as u32 })
             }
@@ -82,6 +115,8 @@ impl TryFrom<pb::Payload> for Payload {
         use pb::payload::Kind;
         Ok(match p.kind.ok_or_else(|| WireError("a job without a payload".into()))? {
             Kind::Image(i) => Payload::Image { pixels: i.pixels, width: i.width as usize },
+            // Unbound: the host binds it to its own copy of the model's spec (`KernelImage::bind`).
+            Kind::Tensors(t) => Payload::Tensors(TensorPayload::unbound(tensors_from_wire(t)?)),
             Kind::Documents(d) => Payload::Documents(d.docs.into_iter().map(|t| t.terms).collect()),
             Kind::Vectors(v) => Payload::Vectors(
                 v.vectors
@@ -94,11 +129,10 @@ impl TryFrom<pb::Payload> for Payload {
 }
 
 impl From<&Output> for pb::Output {
-    /// A repository model's tensors go as no output (see the payload's conversion).
     fn from(o: &Output) -> pb::Output {
         use pb::output::Kind;
         let kind = match o {
-            Output::Tensors(_) => return pb::Output { kind: None },
+            Output::Tensors(ts) => Kind::Tensors(tensors_to_wire(ts)),
             Output::Magnitudes(m) => Kind::Magnitudes(m.clone()),
             Output::Scores(s) => {
                 Kind::Scores(pb::Scores { scores: s.iter().map(|&x| u32::from(x)).collect() })
@@ -118,6 +152,7 @@ impl TryFrom<pb::Output> for Output {
         use pb::output::Kind;
         Ok(match o.kind.ok_or_else(|| WireError("a result without an output".into()))? {
             Kind::Magnitudes(m) => Output::Magnitudes(m),
+            Kind::Tensors(t) => Output::Tensors(tensors_from_wire(t)?),
             Kind::Scores(s) => Output::Scores(
                 s.scores
                     .into_iter()
@@ -203,5 +238,28 @@ mod tests {
         let ragged =
             pb::Output { kind: Some(pb::output::Kind::Activations(pb::Activations { values: vec![1; 3] })) };
         assert!(Output::try_from(ragged).unwrap_err().0.contains("rows"));
+    }
+
+    #[test]
+    fn tensors_round_trip_and_a_malformed_one_is_refused() {
+        let mut t = TensorBuf::zeroed(DType::Int16, &[2, 3]).unwrap();
+        t.set_bits(4, 0xfffe);
+        let out = Output::Tensors(vec![t.clone()]);
+        assert_eq!(Output::try_from(pb::Output::from(&out)).expect("decodes"), out);
+        let p = Payload::Tensors(TensorPayload::unbound(vec![t]));
+        let Payload::Tensors(back) = Payload::try_from(pb::Payload::from(&p)).expect("decodes") else {
+            panic!("not tensors")
+        };
+        assert_eq!(back.inputs[0].show(4), "-2");
+        let short = pb::Tensor { dtype: DType::Int16 as u32, shape: vec![2, 3], data: vec![0; 11] };
+        let e = Output::try_from(pb::Output {
+            kind: Some(pb::output::Kind::Tensors(pb::Tensors { tensors: vec![short] })),
+        });
+        assert!(e.unwrap_err().0.contains("11 bytes"));
+        let unknown = pb::Tensor { dtype: 77, shape: vec![1], data: vec![0] };
+        let e = Output::try_from(pb::Output {
+            kind: Some(pb::output::Kind::Tensors(pb::Tensors { tensors: vec![unknown] })),
+        });
+        assert!(e.unwrap_err().0.contains("datatype 77"));
     }
 }

@@ -19,6 +19,7 @@ use crate::backend::{self, Backend, BackendError, Configured, Power};
 use crate::datapath::work::{KernelImage, Payload};
 use crate::live::worker::{Jobs, run_guarded, run_worker};
 use crate::model::{Kind, PerKind, Platform};
+use crate::repository::kernel::RepoKernel;
 use crate::worker_api::wire::pb;
 
 /// Finished jobs a lease remembers, for retries.
@@ -121,6 +122,11 @@ pub struct Offer {
     pub fpga: u32,
     /// See `fpga`.
     pub boards: HashMap<Kernel, Board>,
+    /// Repository models this host serves, by name, and the board their FPGA slots run on (the
+    /// simulated or the emulated one).
+    pub models: HashMap<String, Arc<RepoKernel>>,
+    /// See `models`.
+    pub model_board: Option<Board>,
     /// Worker specs (their modelled power).
     pub platform: Platform,
     /// Leases of a scheduler silent this long are freed.
@@ -196,9 +202,7 @@ impl Slots {
             Ok(pb::SlotKind::Fpga) => Kind::Fpga,
             _ => return Err(LeaseError::Invalid(format!("slot kind {} is neither CPU nor FPGA", req.kind))),
         };
-        let kernel = Kernel::from_name(&req.kernel).ok_or_else(|| {
-            LeaseError::Invalid(format!("unknown kernel '{}' (sobel, bloom or dense)", req.kernel))
-        })?;
+        let (image, fpga_board) = self.image(&req.kernel, req.image_seed)?;
         let calibration = Calibration {
             items_per_sec: req.items_per_sec,
             clock_hz: req.clock_hz,
@@ -212,9 +216,7 @@ impl Slots {
         }
         let board = match kind {
             Kind::Cpu => Board::Sim,
-            Kind::Fpga => self.offer.boards.get(&kernel).cloned().ok_or_else(|| {
-                LeaseError::Invalid(format!("this host has no image for {kernel} (fix: start it with --xclbin {kernel}=FILE or --agfi {kernel}=AGFI)"))
-            })?,
+            Kind::Fpga => fpga_board?,
         };
         {
             let mut t = self.table();
@@ -224,7 +226,6 @@ impl Slots {
             t.used[kind] += 1;
             t.heard.insert(req.session, Instant::now());
         }
-        let image = KernelImage::new(kernel, req.image_seed);
         let delay = Duration::from_nanos(req.delay_ns.min(3_600_000_000_000));
         let backend = backend::spawn(kind, &board, &self.offer.platform, &calibration, &image, delay, false);
         match self.start(backend, image, req.session) {
@@ -235,6 +236,30 @@ impl Slots {
                 Err(e)
             }
         }
+    }
+
+    /// The image a lease of kernel `name` runs (a built-in kernel, or one of the host's repository
+    /// models) and the board its FPGA slots use (an error if this host has none for it).
+    fn image(&self, name: &str, seed: u64) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
+        if let Some(kernel) = Kernel::from_name(name) {
+            let board = self.offer.boards.get(&kernel).cloned().ok_or_else(|| {
+                LeaseError::Invalid(format!("this host has no image for {kernel} (fix: start it with --xclbin {kernel}=FILE or --agfi {kernel}=AGFI)"))
+            });
+            return Ok((KernelImage::new(kernel, seed), board));
+        }
+        let model = self.offer.models.get(name).ok_or_else(|| {
+            let shown: String = name.chars().take(80).collect();
+            LeaseError::Invalid(format!(
+                "unknown kernel '{shown}': not sobel, bloom or dense, nor a model of this host's repositories \
+                 (fix: start the worker with --model-repository DIR holding it)"
+            ))
+        })?;
+        let board = self.offer.model_board.clone().ok_or_else(|| {
+            LeaseError::Invalid(format!(
+                "this host's boards run no repository model ({name}): use --board sim or model"
+            ))
+        });
+        Ok((KernelImage::repo(model.clone()), board))
     }
 
     /// Starts the slot's thread on the worker runner, waits for its configuration, and books the
