@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use spork::repository::check::names;
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;
 use spork::repository::tensor::TensorBuf;
@@ -190,7 +189,7 @@ fn a_kernel_error_reaches_the_caller_with_its_message() {
     let spec = spec::load(&fixture("satadd")).expect("satadd loads");
     let lib = CpuLibrary::load(&spec, spec.cpu.as_ref().expect("[cpu]")).expect("library");
     let mut k = lib.instance().expect("init");
-    let names = names(&spec);
+    let names = spec.c_names();
     // Right shapes, wrong element type: the C code refuses and says why.
     let mut inputs =
         vec![TensorBuf::zeroed(DType::Uint16, &[4]).unwrap(), TensorBuf::zeroed(DType::Int16, &[4]).unwrap()];

@@ -3,9 +3,6 @@
 //! maximum); the first mismatch is reported with where it is and both values, and the cycles per
 //! item are measured on the largest request, streamed without backpressure.
 
-use std::ffi::CString;
-use std::sync::Arc;
-
 use rand::{RngExt, SeedableRng};
 
 use super::cpu::{AbiError, CpuLibrary};
@@ -129,7 +126,7 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
     let lib = CpuLibrary::load(spec, cpu_spec)?;
     let rtl = Rtl::load(spec, sim)?;
     let mut cpu = lib.instance()?;
-    let names = names(spec);
+    let names = spec.c_names();
     let mut axis = rtl.instance().map_err(|source| CheckError::Sim { case: "reset".into(), source })?;
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(opts.seed);
     let (max, capped) = largest_that_fits(spec, MAX_CHECK_BYTES);
@@ -207,14 +204,6 @@ fn largest_that_fits(spec: &ModelSpec, budget: u64) -> (Vec<u64>, bool) {
     (values, capped)
 }
 
-/// Inputs' and outputs' names as C strings, in order.
-pub fn names(spec: &ModelSpec) -> (Vec<CString>, Vec<CString>) {
-    let c = |ts: &[super::spec::TensorSpec]| {
-        ts.iter().map(|t| CString::new(t.name.clone()).unwrap_or_default()).collect()
-    };
-    (c(&spec.inputs), c(&spec.outputs))
-}
-
 fn first_difference(spec: &ModelSpec, case: &str, rtl: &[TensorBuf], cpu: &[TensorBuf]) -> Option<Mismatch> {
     for ((r, c), s) in rtl.iter().zip(cpu).zip(&spec.outputs) {
         let n = c.elements() as usize;
@@ -241,9 +230,6 @@ fn position(shape: &[u64], mut i: u64) -> Vec<u64> {
     }
     pos
 }
-
-/// Keeps the library alive as long as a check's kernel state (the state holds an `Arc` to it).
-pub type Library = Arc<CpuLibrary>;
 
 #[cfg(test)]
 mod tests {

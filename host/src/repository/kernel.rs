@@ -94,7 +94,7 @@ impl RepoKernel {
         } else {
             None
         };
-        let names = super::check::names(&spec);
+        let names = spec.c_names();
         let input_names = spec.inputs.iter().map(|t| t.name.clone()).collect();
         Ok(RepoKernel { spec, cpu, names, input_names, states: Mutex::new(vec![first]), rtl })
     }

@@ -10,6 +10,14 @@ use super::spec::ModelSpec;
 use super::tensor::TensorBuf;
 
 impl ModelSpec {
+    /// Its inputs' and outputs' names as C strings, in order (what the C ABI's tensors point to).
+    pub fn c_names(&self) -> (Vec<std::ffi::CString>, Vec<std::ffi::CString>) {
+        let c = |ts: &[super::spec::TensorSpec]| {
+            ts.iter().map(|t| std::ffi::CString::new(t.name.clone()).unwrap_or_default()).collect()
+        };
+        (c(&self.inputs), c(&self.outputs))
+    }
+
     /// The dimensions `inputs` bind (each checked), or why they do not fit.
     pub fn bind(&self, inputs: &[TensorBuf]) -> Result<Vec<u64>, String> {
         if inputs.len() != self.inputs.len() {
