@@ -6,6 +6,7 @@
 //! satadd runs under load, bad requests get their status. Then the server drains on SIGTERM and
 //! every request it took was answered or refused, once.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -77,44 +78,80 @@ fn addresses(child: &mut Child) -> (String, String, Lines) {
     panic!("the server did not report its addresses");
 }
 
-#[test]
-fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_controls_them() {
-    let python = python();
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().join("repo");
-    repository(&repo);
-    // A board that costs almost nothing idle, so the allocator holds one as soon as a model has
-    // work: these kernels are too cheap on a CPU for a real board to pay off.
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
-        .expect("write");
-    let report = tmp.path().join("report.json");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["serve", "--board", "sim", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--grace", "2s"])
-        .arg("--model-repository")
-        .arg(&repo)
-        .arg("--platform")
-        .arg(&platform)
-        .arg("--report-json")
-        .arg(&report)
-        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+/// `spork serve ARGS` on loopback (ports chosen by the OS), its cache in `cache`: the child, both
+/// addresses and its later stderr lines.
+fn serve(args: &[&OsStr], cache: &Path) -> (Child, String, String, Lines) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--grace", "2s"])
+        .args(args)
+        .env("SPORK_CACHE_DIR", cache)
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spork serve starts");
-    let (http, grpc, _) = addresses(&mut server);
-    let out = Command::new(&python)
+    let (http, grpc, lines) = addresses(&mut child);
+    (child, http, grpc, lines)
+}
+
+/// SIGTERM (a drain), then the exit status.
+fn stop(mut child: Child) -> std::process::ExitStatus {
+    // SAFETY: a plain signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().expect("the child exits")
+}
+
+/// A board that costs almost nothing idle, so the allocator holds one as soon as a model has work:
+/// these kernels are too cheap on a CPU for a real board to pay off.
+fn cheap_board(dir: &Path) -> PathBuf {
+    let platform = dir.join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
+        .expect("write");
+    platform
+}
+
+/// tests/python/repo_e2e.py against the server; its stdout, or a panic with its output.
+fn e2e(python: &Path, http: &str, grpc: &str) -> String {
+    let out = Command::new(python)
         .arg(root().join("tests/python/repo_e2e.py"))
-        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
+        .args(["--http", http, "--grpc", grpc, "--broken", "broken", "--seconds", "20"])
         .output()
         .expect("python runs");
-    // SAFETY: a plain signal to our own child.
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let status = server.wait().expect("the server exits");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
-    eprintln!("{stdout}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the client's checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A temporary folder with the test repository in `repo/` and the cheap board's platform.
+fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    repository(&repo);
+    let platform = cheap_board(tmp.path());
+    (tmp, repo, platform)
+}
+
+#[test]
+fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_controls_them() {
+    let python = python();
+    let (tmp, repo, platform) = setup();
+    let report = tmp.path().join("report.json");
+    let args: [&OsStr; 8] = [
+        "--board".as_ref(),
+        "sim".as_ref(),
+        "--model-repository".as_ref(),
+        repo.as_ref(),
+        "--platform".as_ref(),
+        platform.as_ref(),
+        "--report-json".as_ref(),
+        report.as_ref(),
+    ];
+    let (server, http, grpc, _) = serve(&args, &tmp.path().join("cache"));
+    eprintln!("{}", e2e(&python, &http, &grpc));
+    let status = stop(server);
     assert!(status.success(), "the server's drain failed: {status}");
     let reports: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).expect("the drain report")).expect("JSON");
@@ -139,30 +176,21 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
     let repo = tmp.path().join("repo");
     copy_dir(&root().join("tests/fixtures/kernels/satadd"), &repo.join("satadd"));
     let token = "poll-token-0123456789";
-    std::fs::write(tmp.path().join("token"), token).expect("write");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args([
-            "serve",
-            "--board",
-            "model",
-            "--http",
-            "127.0.0.1:0",
-            "--grpc",
-            "127.0.0.1:0",
-            "--grace",
-            "1s",
-        ])
-        .args(["--model-control", "poll", "--repository-poll-secs", "0.3"])
-        .arg("--model-repository")
-        .arg(&repo)
-        .arg("--token-file")
-        .arg(tmp.path().join("token"))
-        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spork serve starts");
-    let (http, _, _) = addresses(&mut server);
+    let token_file = tmp.path().join("token");
+    std::fs::write(&token_file, token).expect("write");
+    let args: [&OsStr; 10] = [
+        "--board".as_ref(),
+        "model".as_ref(),
+        "--model-control".as_ref(),
+        "poll".as_ref(),
+        "--repository-poll-secs".as_ref(),
+        "0.3".as_ref(),
+        "--model-repository".as_ref(),
+        repo.as_ref(),
+        "--token-file".as_ref(),
+        token_file.as_ref(),
+    ];
+    let (server, http, _, _) = serve(&args, &tmp.path().join("cache"));
     let out = Command::new(&python)
         .arg(root().join("tests/python/repo_poll.py"))
         .args(["--http", &http, "--token", token])
@@ -172,9 +200,7 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
         .arg(root().join("tests/fixtures/kernels/crc8"))
         .output()
         .expect("python runs");
-    // SAFETY: a plain signal to our own child.
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let status = server.wait().expect("the server exits");
+    let status = stop(server);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
@@ -185,33 +211,19 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
 #[test]
 fn the_emulated_boards_answers_for_repository_models_are_crosschecked_on_their_rtl() {
     let python = python();
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().join("repo");
-    repository(&repo);
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
-        .expect("write");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["serve", "--board", "model", "--crosscheck", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
-        .args(["--grace", "2s", "--model-repository"])
-        .arg(&repo)
-        .arg("--platform")
-        .arg(&platform)
-        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spork serve starts");
-    let (http, grpc, lines) = addresses(&mut server);
-    let out = Command::new(&python)
-        .arg(root().join("tests/python/repo_e2e.py"))
-        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
-        .output()
-        .expect("python runs");
-    // SAFETY: a plain signal to our own child.
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let status = server.wait().expect("the server exits");
-    assert!(out.status.success(), "the client's checks failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let (tmp, repo, platform) = setup();
+    let args: [&OsStr; 7] = [
+        "--board".as_ref(),
+        "model".as_ref(),
+        "--crosscheck".as_ref(),
+        "--model-repository".as_ref(),
+        repo.as_ref(),
+        "--platform".as_ref(),
+        platform.as_ref(),
+    ];
+    let (server, http, grpc, lines) = serve(&args, &tmp.path().join("cache"));
+    e2e(&python, &http, &grpc);
+    let status = stop(server);
     assert!(status.success(), "the server's drain failed: {status}");
     std::thread::sleep(Duration::from_millis(200));
     let lines = lines.lock().expect("lines").join("\n");
@@ -227,12 +239,7 @@ fn the_emulated_boards_answers_for_repository_models_are_crosschecked_on_their_r
 #[test]
 fn a_worker_host_serves_repository_models_on_its_simulated_board() {
     let python = python();
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let repo = tmp.path().join("repo");
-    repository(&repo);
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
-        .expect("write");
+    let (tmp, repo, platform) = setup();
     // The host loads the same repository (its RTL verilated for its simulated board).
     let port =
         std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("addr").port();
@@ -255,47 +262,17 @@ fn a_worker_host_serves_repository_models_on_its_simulated_board() {
         .any(|l| l.contains("ready"));
     assert!(ready, "the worker host did not start");
     std::thread::spawn(move || worker_lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
-    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args([
-            "serve",
-            "--worker",
-            &listen,
-            "--http",
-            "127.0.0.1:0",
-            "--grpc",
-            "127.0.0.1:0",
-            "--grace",
-            "2s",
-        ])
-        .arg("--model-repository")
-        .arg(&repo)
-        .arg("--platform")
-        .arg(&platform)
-        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spork serve starts");
-    let (http, grpc, _) = addresses(&mut server);
-    let out = Command::new(&python)
-        .arg(root().join("tests/python/repo_e2e.py"))
-        .args(["--http", &http, "--grpc", &grpc, "--broken", "broken", "--seconds", "20"])
-        .output()
-        .expect("python runs");
-    // SAFETY: plain signals to our own children.
-    unsafe {
-        libc::kill(server.id() as i32, libc::SIGTERM);
-    }
-    let status = server.wait().expect("the server exits");
-    unsafe {
-        libc::kill(worker.id() as i32, libc::SIGTERM);
-    }
-    let _ = worker.wait();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the client's checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args: [&OsStr; 6] = [
+        "--worker".as_ref(),
+        listen.as_ref(),
+        "--model-repository".as_ref(),
+        repo.as_ref(),
+        "--platform".as_ref(),
+        platform.as_ref(),
+    ];
+    let (server, http, grpc, _) = serve(&args, &tmp.path().join("cache"));
+    e2e(&python, &http, &grpc);
+    let status = stop(server);
+    stop(worker);
     assert!(status.success(), "the server's drain failed: {status}");
 }
