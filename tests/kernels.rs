@@ -239,3 +239,65 @@ fn a_repository_model_runs_live_on_the_simulated_board_checked_against_its_c_cod
         .expect("spork runs");
     assert!(text(&unknown).contains("no model folder"), "{}", text(&unknown));
 }
+
+/// A built-in kernel's request as the repository model's input tensor.
+fn as_tensor(p: &spork::datapath::work::Payload) -> TensorBuf {
+    use spork::datapath::work::Payload;
+    let (dtype, shape, bytes): (DType, Vec<u64>, Vec<u8>) = match p {
+        Payload::Image { pixels, width } => {
+            (DType::Uint8, vec![(pixels.len() / width) as u64, *width as u64], pixels.clone())
+        }
+        Payload::Documents(d) => (
+            DType::Uint32,
+            vec![d.len() as u64, d[0].len() as u64],
+            d.iter().flatten().flat_map(|t| t.to_le_bytes()).collect(),
+        ),
+        Payload::Vectors(v) => (
+            DType::Int16,
+            vec![v.len() as u64, v[0].len() as u64],
+            v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
+        ),
+        Payload::Tensors(_) => unreachable!("a built-in payload"),
+    };
+    TensorBuf::from_bytes(dtype, &shape, &bytes).expect("a tensor")
+}
+
+/// A built-in kernel's answer as the bytes of the repository model's output tensor.
+fn as_bytes(o: &spork::datapath::work::Output) -> Vec<u8> {
+    use spork::datapath::work::Output;
+    match o {
+        Output::Magnitudes(m) => m.clone(),
+        Output::Scores(s) => s.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        Output::Activations(a) => a.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
+        Output::Tensors(_) => unreachable!("a built-in answer"),
+    }
+}
+
+#[test]
+fn spork_s_own_repository_answers_exactly_as_the_built_in_kernels_on_cpu_and_rtl() {
+    use rand::SeedableRng;
+    use spork::datapath::work::KernelImage;
+    use spork::repository::kernel::RepoKernel;
+    use spork_golden::Kernel;
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(24);
+    for k in [Kernel::Sobel, Kernel::Bloom, Kernel::Dense] {
+        let spec = spec::load(&models.join(k.name())).unwrap_or_else(|e| panic!("{k}: {e}"));
+        let repo = RepoKernel::load(spec, true).unwrap_or_else(|e| panic!("{k}: {e}"));
+        let rtl = repo.rtl.as_ref().expect("loaded for the simulated board");
+        let mut axis = rtl.instance().expect("an instance");
+        // The image `spork serve` has always configured its workers with (seed 0).
+        let image = KernelImage::new(k, 0);
+        for items in [9, 64, 1000, 5000, 40_000] {
+            let payload = image.payload(items, &mut rng);
+            let want = as_bytes(&image.reference(&payload).expect("the built-in reference"));
+            let tensors = repo.payload(vec![as_tensor(&payload)]).expect("fits the model's spec");
+            let cpu = repo.reference(&tensors).expect("the C code runs");
+            assert_eq!(cpu[0].bytes(), want, "{k}: C code, {items} items");
+            let mut rtl_out = repo.outputs(&tensors);
+            rtl.run(&mut axis, &tensors.inputs, &tensors.dims, &mut rtl_out, |c| c % 5 != 0)
+                .unwrap_or_else(|e| panic!("{k}: {e}"));
+            assert_eq!(rtl_out[0].bytes(), want, "{k}: RTL, {items} items");
+        }
+    }
+}

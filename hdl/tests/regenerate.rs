@@ -1,4 +1,5 @@
-//! The checked-in Verilog under `bitstreams/sim/` is exactly what the RTL generates today.
+//! The checked-in Verilog under `bitstreams/sim/` and the model repository's generated files under
+//! `models/` are exactly what the RTL and the seed generate today.
 
 use spork_hdl::verilog::{DESIGNS, generate};
 
@@ -9,6 +10,16 @@ fn checked_in_verilog_matches_a_fresh_generation() {
         let path = dir.join(format!("{name}.v"));
         let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let fresh = generate(name).expect("design");
+        assert!(on_disk == fresh, "{} is stale: run `cargo run -p spork-hdl -- generate`", path.display());
+    }
+}
+
+#[test]
+fn the_model_repositorys_generated_files_match_a_fresh_generation() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    for (rel, fresh) in spork_hdl::repository::files() {
+        let path = dir.join(&rel);
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(on_disk == fresh, "{} is stale: run `cargo run -p spork-hdl -- generate`", path.display());
     }
 }

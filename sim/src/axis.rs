@@ -19,6 +19,9 @@ pub struct AxisPorts {
     pub input: String,
     /// The master stream's prefix.
     pub output: String,
+    /// Scalar inputs set before each run and held through it (a Vitis kernel's scalar arguments,
+    /// such as an image's width), in the order [`Axis::run`] takes their values.
+    pub scalars: Vec<String>,
 }
 
 impl Default for AxisPorts {
@@ -28,6 +31,7 @@ impl Default for AxisPorts {
             reset: Some("ap_rst_n".into()),
             input: "s_axis".into(),
             output: "m_axis".into(),
+            scalars: Vec::new(),
         }
     }
 }
@@ -66,6 +70,7 @@ pub struct Axis {
     m_valid: Port,
     m_ready: Port,
     m_last: Port,
+    scalars: Vec<Port>,
     /// TDATA widths in bits (input, output).
     pub widths: (u32, u32),
 }
@@ -87,6 +92,7 @@ impl Axis {
             m_valid: model.output(&name(o, "tvalid"))?,
             m_ready: model.input(&name(o, "tready"))?,
             m_last: model.output(&name(o, "tlast"))?,
+            scalars: ports.scalars.iter().map(|s| model.input(s)).collect::<Result<_, _>>()?,
             inst: model.instantiate(&ports.clock)?,
             model: model.name().to_string(),
             widths,
@@ -107,14 +113,19 @@ impl Axis {
         }
     }
 
-    /// Streams `input` through the design until `expected` output beats have come out. `ready` says,
-    /// per cycle, whether the output's TREADY is high (`|_| true`: no backpressure).
+    /// Sets the scalar inputs to `values` (in [`AxisPorts::scalars`]' order), then streams `input`
+    /// through the design until `expected` output beats have come out. `ready` says, per cycle,
+    /// whether the output's TREADY is high (`|_| true`: no backpressure).
     pub fn run(
         &mut self,
+        values: &[u64],
         input: &[Beat],
         expected: usize,
         mut ready: impl FnMut(u64) -> bool,
     ) -> Result<Streamed, SimError> {
+        for (&port, &v) in self.scalars.iter().zip(values) {
+            self.inst.set(port, v);
+        }
         let start = self.inst.cycle_count();
         let mut out = Vec::with_capacity(expected);
         let (mut sent, mut idle) = (0usize, 0u64);

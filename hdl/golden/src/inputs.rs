@@ -28,6 +28,18 @@ pub fn image_shape(rng: &mut impl Rng, max_width: usize, max_height: usize) -> (
     (rng.random_range(3..=max_width.clamp(3, MAX_WIDTH)), rng.random_range(3..=max_height.max(3)))
 }
 
+/// The on-chip state a worker is configured with, drawn from `seed`: the Bloom profile of 100
+/// random interests (with the interests, for [`document`]), then the dense layer. The same seed gives
+/// the same state everywhere: the runtime's images, and the generated constants of Spork's own
+/// model repository (seed 0, what `spork serve` loads).
+pub fn state(seed: u64) -> (Profile, Vec<u32>, Layer) {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
+    let (profile, interests) = profile(&mut rng, 100);
+    let layer = layer(&mut rng);
+    (profile, interests, layer)
+}
+
 /// A profile of `terms` random interests, with the interests' term hashes (for [`document`]).
 pub fn profile(rng: &mut impl Rng, terms: usize) -> (Profile, Vec<u32>) {
     let interests: Vec<u32> = (0..terms).map(|_| rng.random()).collect();

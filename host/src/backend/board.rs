@@ -127,7 +127,7 @@ impl Backend for SimBoardSlot {
                 let t = kernel.bound(t).map_err(BackendError::Kernel)?;
                 let mut outputs = kernel.outputs(&t);
                 let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
-                rtl.run(axis, &t.inputs, &mut outputs, |_| true)
+                rtl.run(axis, &t.inputs, &t.dims, &mut outputs, |_| true)
                     .map(|c| (Output::Tensors(outputs), c))
                     .map_err(kernel_err)
             }

@@ -270,10 +270,7 @@ pub struct KernelImage {
 impl KernelImage {
     /// The image for `kernel`, its state drawn from `seed`.
     pub fn new(kernel: Kernel, seed: u64) -> KernelImage {
-        use rand::SeedableRng;
-        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
-        let (profile, interests) = inputs::profile(&mut rng, 100);
-        let layer = inputs::layer(&mut rng);
+        let (profile, interests, layer) = inputs::state(seed);
         KernelImage { kernel: KernelRef::Builtin(kernel), seed, profile, interests, layer }
     }
 

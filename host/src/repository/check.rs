@@ -154,7 +154,7 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
         let mut pattern = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(rng.random());
         let ready = |_| !backpressure || pattern.random_bool(0.7);
         let cycles = rtl
-            .run(&mut axis, &inputs, &mut got, ready)
+            .run(&mut axis, &inputs, &values, &mut got, ready)
             .map_err(|source| CheckError::Sim { case: label.clone(), source })?;
         let items = spec.items(&values);
         if label.starts_with("max") {

@@ -235,8 +235,28 @@ fn message(err: &[c_char]) -> String {
     if m.is_empty() { "the kernel failed without a message".into() } else { m }
 }
 
-/// Compiles `sources` (relative to `dir`) into the cache, keyed by their content, the header and
-/// the compiler; returns the library's path.
+/// What the cache key covers: the sources and every other file in their folders, so a header they
+/// include (`#include "weights.h"`) rebuilds the library when it changes.
+fn hashed_files(dir: &Path, sources: &[PathBuf]) -> Result<Vec<PathBuf>, AbiError> {
+    let mut files: Vec<PathBuf> = sources.to_vec();
+    let folders: std::collections::BTreeSet<PathBuf> =
+        sources.iter().map(|s| s.parent().map(Path::to_path_buf).unwrap_or_default()).collect();
+    for folder in folders {
+        let read = std::fs::read_dir(dir.join(&folder))
+            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(&folder).display())))?;
+        for entry in read.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                files.push(folder.join(entry.file_name()));
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Compiles `sources` (relative to `dir`) into the cache, keyed by their content (and their folders'
+/// other files), the header and the compiler; returns the library's path.
 fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiError> {
     let cplusplus = sources.iter().any(|s| s.extension().is_some_and(|e| e != "c"));
     let (var, default) = if cplusplus { ("CXX", "c++") } else { ("CC", "cc") };
@@ -246,9 +266,9 @@ fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiE
         h.update(part.as_bytes());
         h.update([0]);
     }
-    for s in sources {
-        let bytes = std::fs::read(dir.join(s))
-            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(s).display())))?;
+    for s in hashed_files(dir, sources)? {
+        let bytes = std::fs::read(dir.join(&s))
+            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(&s).display())))?;
         h.update(s.display().to_string().as_bytes());
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);

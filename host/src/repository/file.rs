@@ -94,6 +94,7 @@ pub struct SimFile {
     pub input: Option<String>,
     pub output: Option<String>,
     pub last: Option<Spanned<String>>,
+    pub scalars: Option<Spanned<BTreeMap<String, String>>>,
 }
 
 /// `[fpga.model]`.

@@ -85,17 +85,19 @@ impl Rtl {
         Axis::new(&self.model, &self.sim.ports)
     }
 
-    /// Streams `inputs` through `axis` into `outputs` (sized beforehand); `ready` is the output's
-    /// TREADY per cycle. Returns the cycles taken.
+    /// Streams `inputs` (which bound `dims`) through `axis` into `outputs` (sized beforehand), the
+    /// scalar ports set from `dims`; `ready` is the output's TREADY per cycle. Returns the cycles taken.
     pub fn run(
         &self,
         axis: &mut Axis,
         inputs: &[TensorBuf],
+        dims: &[u64],
         outputs: &mut [TensorBuf],
         ready: impl FnMut(u64) -> bool,
     ) -> Result<u64, SimError> {
         let beats = stream::beats(inputs, self.sim.last);
-        let out = axis.run(&beats, stream::expected(outputs), ready)?;
+        let values: Vec<u64> = self.sim.scalars.iter().map(|&i| dims.get(i).copied().unwrap_or(0)).collect();
+        let out = axis.run(&values, &beats, stream::expected(outputs), ready)?;
         stream::unpack(&out.beats, outputs);
         Ok(out.cycles)
     }

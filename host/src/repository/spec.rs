@@ -61,6 +61,9 @@ pub struct SimSpec {
     pub ports: AxisPorts,
     /// Where TLAST falls on the input stream.
     pub last: Last,
+    /// Each scalar port's dimension (an index into the model's dims), in `ports.scalars`' order:
+    /// set to the request's value before its stream.
+    pub scalars: Vec<usize>,
 }
 
 /// `[fpga.model]`: the emulated board's timing.
@@ -189,6 +192,7 @@ impl Checker<'_> {
         self.dims_used(&raw, &dims, &inputs)?;
         let items = self.items(&raw, &dims)?;
         let optional = raw.optional.as_ref().map(|o| self.optional(o, &inputs, &outputs)).transpose()?;
+        let sim = raw.fpga.sim.as_ref().map(|s| self.sim(s, &dims)).transpose()?;
         let spec = ModelSpec {
             name,
             dir: self.dir.to_path_buf(),
@@ -200,7 +204,7 @@ impl Checker<'_> {
             items,
             optional,
             cpu: raw.cpu.as_ref().map(|c| self.cpu(c)).transpose()?,
-            sim: raw.fpga.sim.as_ref().map(|s| self.sim(s)).transpose()?,
+            sim,
             timing: raw.fpga.model.as_ref().map(|m| self.timing(m)).transpose()?,
             alveo: raw.fpga.alveo.as_ref().map(|a| self.alveo(a)).transpose()?,
             f1: raw.fpga.f1.as_ref().map(|f| self.f1(f)).transpose()?,
@@ -431,7 +435,7 @@ impl Checker<'_> {
         Ok(CpuSpec { code, config: r.config.clone() })
     }
 
-    fn sim(&self, s: &toml::Spanned<file::SimFile>) -> Result<SimSpec, InputError> {
+    fn sim(&self, s: &toml::Spanned<file::SimFile>, dims: &[Dim]) -> Result<SimSpec, InputError> {
         let r = s.get_ref();
         if r.sources.is_empty() || !is_identifier(&r.top) {
             let fix = "give sources = [\"rtl/x.v\"] and the top module's name";
@@ -455,13 +459,24 @@ impl Checker<'_> {
             Some(n) if n.is_empty() => None,
             Some(n) => Some(n.clone()),
         };
+        let mut scalars = (Vec::new(), Vec::new());
+        for (port, dim) in r.scalars.as_ref().map(|m| m.get_ref().iter()).into_iter().flatten() {
+            let Some(i) = dims.iter().position(|d| &d.name == dim) else {
+                let span = r.scalars.as_ref().map_or(s.span(), |m| m.span());
+                let fix = "map each scalar port to a dimension of [dims], as scalars = { width = \"W\" }";
+                return Err(self.err(span, "fpga.sim.scalars", format!("'{dim}' is not a dimension"), fix));
+            };
+            scalars.0.push(port.clone());
+            scalars.1.push(i);
+        }
         let ports = AxisPorts {
             clock: r.clock.clone().unwrap_or(d.clock),
             reset,
             input: r.input.clone().unwrap_or(d.input),
             output: r.output.clone().unwrap_or(d.output),
+            scalars: scalars.0,
         };
-        Ok(SimSpec { sources, top: r.top.clone(), ports, last })
+        Ok(SimSpec { sources, top: r.top.clone(), ports, last, scalars: scalars.1 })
     }
 
     /// The zip packing: inputs share one shape (and so an element count), outputs another, and
