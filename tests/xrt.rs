@@ -71,6 +71,10 @@ fn preflight_refuses_before_any_xrt_call() {
     let good = xclbin(tmp.path(), "a.xclbin", "sobel", &"ab".repeat(16));
     let sys = sysfs();
     let sys = sys.to_str().expect("utf8");
+    // A board that costs almost nothing idle, so the allocator holds one from the first interval.
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nidle_power_w = 0.01\nbusy_power_w = 1.0\n").expect("write");
+    let platform = platform.to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, bool, &str)> = vec![
         (run_args(&good, sys, &[]), false, "XILINX_XRT is not set"),
         (run_args(&good, "/nonexistent", &[]), true, "no Xilinx board bound to the XRT driver"),
@@ -215,4 +219,65 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
         );
     }
     eprintln!("{rest:?}");
+}
+
+/// The verilated library of repository model `dir`, as `spork kernel build` reports it.
+fn built_library(dir: &Path) -> String {
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_spork")).arg("kernel").arg("build").arg(dir).output().expect("runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let t = text(&o);
+    let path = t.rsplit_once('(').and_then(|(_, p)| p.split_once(')')).map(|(p, _)| p.to_string());
+    path.unwrap_or_else(|| panic!("no library path in: {t}"))
+}
+
+/// Repository models on the loopback Alveo: each model's own verilated RTL (built by `spork kernel
+/// build`) is what the loopback xclbin names, driven through its AXI4-Stream handshake behind the
+/// real binding and the data movers' arguments: sobel's width travels as a leading scalar word, and
+/// crc8's rows end with the data mover's TLAST. Every board answer is checked against the model's C
+/// code by the run, so a framing error shows as a fault.
+#[test]
+fn repository_models_run_on_the_loopback_alveo_in_the_stream_convention() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sys = sysfs();
+    let sys = sys.to_str().expect("utf8");
+    // A board that costs almost nothing idle, so the allocator holds one from the first interval.
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[fpga]\nidle_power_w = 0.01\nbusy_power_w = 1.0\n").expect("write");
+    let platform = platform.to_str().expect("utf8");
+    let cases = [
+        (root.join("models"), "sobel", "sobel_stream", "scalars=width\n"),
+        (root.join("tests/fixtures/kernels"), "crc8", "crc8", ""),
+    ];
+    for (repo, model, top, scalars) in cases {
+        let library = built_library(&repo.join(model));
+        let x = tmp.path().join(format!("{model}.xclbin"));
+        let mut bytes = b"xclbin2\0".to_vec();
+        bytes.extend(
+            format!("spork-loopback\nkernel={top}\nuuid={}\nmodel={library}\n{scalars}", "ab".repeat(16))
+                .as_bytes(),
+        );
+        std::fs::write(&x, bytes).expect("write xclbin");
+        let x = x.to_str().expect("utf8");
+        let repo = repo.to_str().expect("utf8");
+        let o = spork(
+            &run_args(
+                x,
+                sys,
+                &["--model-repository", repo, "--kernel", model, "--size", "300us", "--config", platform],
+            ),
+            true,
+        );
+        assert!(o.status.success(), "{model}: {}", text(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        let run = &v["runs"][0];
+        assert_eq!(run["answered"], run["offered"], "{model}: {run}");
+        assert!(run["answered_fpga"].as_u64().is_some_and(|n| n > 0), "{model} ran on the board: {run}");
+        assert_eq!(
+            run["faults"],
+            serde_json::json!([]),
+            "{model}: every board answer equals the C code's: {run}"
+        );
+    }
 }

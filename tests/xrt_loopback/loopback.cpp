@@ -6,6 +6,12 @@
 //
 // Loopback xclbin format: the 8-byte magic "xclbin2\0", then text lines "spork-loopback",
 // "kernel=<sobel|bloom|dense>", "uuid=<32 hex digits>". Models come from $SPORK_SIM_MODELS.
+//
+// A model repository's kernel instead names its verilated design, "model=<path of the .so>", and
+// optionally "scalars=<port>,<port>" (default none) and "ports=<clock>,<reset>,<in>,<out>" (default
+// ap_clk,ap_rst_n,s_axis,m_axis): it is driven through its AXI4-Stream handshake as the card would,
+// its scalars taken from the transfer's first `header` words (mm2s argument 2) and TLAST on every
+// `row`-th word after them (argument 3; 0: on the last word only).
 
 #include <dlfcn.h>
 #include <cerrno>
@@ -35,9 +41,16 @@ struct Model {
     std::map<std::string, uint32_t> ports;
 };
 
+struct Axis {
+    std::string path;  // the verilated design; empty: a built-in kernel
+    std::vector<std::string> scalars;
+    std::string clock = "ap_clk", reset = "ap_rst_n", in = "s_axis", out = "m_axis";
+};
+
 struct Device {
     unsigned index = 0;
     std::string kernel;
+    Axis axis;
     unsigned char uuid[16] = {0};
     bool loaded = false;
     std::unique_ptr<Model> model;
@@ -56,6 +69,8 @@ struct Run {
     Kernel* k;
     Bo* bo = nullptr;
     uint32_t words = 0;
+    uint32_t header = 0;
+    uint32_t row = 0;
     bool started = false;
     bool done = false;
 };
@@ -74,7 +89,9 @@ void close_model(Device* d) {
 
 bool open_model(Device* d) {
     const char* dir = getenv("SPORK_SIM_MODELS");
-    std::string path = std::string(dir ? dir : ".") + "/libspork_model_" + d->kernel + ".so";
+    std::string path = d->axis.path.empty()
+                           ? std::string(dir ? dir : ".") + "/libspork_model_" + d->kernel + ".so"
+                           : d->axis.path;
     auto m = std::make_unique<Model>();
     m->lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!m->lib) return false;
@@ -173,6 +190,52 @@ std::vector<uint64_t> process(Model& m, const std::string& kernel, const std::ve
     return out;
 }
 
+// Drives a repository model's design through its stream handshake, as sim/src/axis.rs does: each
+// cycle the next word is offered (TLAST by `row`), TREADY out is high, the logic settles, both
+// handshakes are sampled, then the clock ticks. Stops when `expected` words came out and every word
+// went in, or after 10,000 cycles without progress.
+std::vector<uint64_t> process_axis(Model& m, const Axis& a, const std::vector<uint64_t>& in, uint32_t header,
+                                   uint32_t row, size_t expected) {
+    void* h = m.mnew();
+    auto P = [&](const std::string& n) { return m.ports.at(n); };
+    uint32_t clk = P(a.clock);
+    uint32_t s_data = P(a.in + "_tdata"), s_valid = P(a.in + "_tvalid"), s_ready = P(a.in + "_tready");
+    uint32_t s_last = P(a.in + "_tlast"), m_data = P(a.out + "_tdata"), m_valid = P(a.out + "_tvalid");
+    uint32_t m_ready = P(a.out + "_tready");
+    for (size_t k = 0; k < a.scalars.size(); ++k) m.set(h, P(a.scalars[k]), k < header && k < in.size() ? in[k] : 0);
+    m.set(h, s_valid, 0);
+    m.set(h, m_ready, 0);
+    if (!a.reset.empty()) {
+        m.set(h, P(a.reset), 0);
+        m.cycles(h, clk, 4);
+        m.set(h, P(a.reset), 1);
+    }
+    m.eval(h);
+    std::vector<uint64_t> out;
+    size_t sent = std::min<size_t>(header, in.size());
+    uint64_t idle = 0;
+    while ((out.size() < expected || sent < in.size()) && idle <= 10000) {
+        bool offered = sent < in.size();
+        if (offered) {
+            size_t i = sent - header;
+            bool last = sent + 1 == in.size() || (row != 0 && (i + 1) % row == 0);
+            m.set(h, s_data, in[sent]);
+            m.set(h, s_last, last);
+        }
+        m.set(h, s_valid, offered);
+        m.set(h, m_ready, 1);
+        m.eval(h);
+        bool accepted = offered && m.get(h, s_ready);
+        bool produced = m.get(h, m_valid);
+        if (produced) out.push_back(m.get(h, m_data));
+        m.cycles(h, clk, 1);
+        sent += accepted;
+        idle = (accepted || produced) ? 0 : idle + 1;
+    }
+    m.mfree(h);
+    return out;
+}
+
 void try_stream(Device* d) {
     auto i = pending_in.find(d);
     auto o = pending_out.find(d);
@@ -185,7 +248,8 @@ void try_stream(Device* d) {
     std::memcpy(words.data(), in->bo->data.data(), std::min(words.size() * 8, in->bo->data.size()));
     std::vector<uint64_t> result;
     try {
-        result = process(*d->model, d->kernel, words);
+        result = d->axis.path.empty() ? process(*d->model, d->kernel, words)
+                                      : process_axis(*d->model, d->axis, words, in->header, in->row, out->words);
     } catch (...) {
         result.clear();  // a model without the expected ports: the output stays empty (a failed run)
     }
@@ -245,11 +309,25 @@ int xrtDeviceLoadXclbinFile(void* h, const char* path) {
     if (all.size() < 8 || all.compare(0, 8, std::string("xclbin2\0", 8)) != 0) return -EINVAL;
     std::istringstream text(all.substr(8));
     std::string line, kernel, uuid;
+    Axis axis;
     bool ours = false;
+    auto split = [](const std::string& list) {
+        std::vector<std::string> parts;
+        std::stringstream ss(list);
+        for (std::string p; std::getline(ss, p, ',');) parts.push_back(p);
+        return parts;
+    };
     while (std::getline(text, line)) {
         if (line == "spork-loopback") ours = true;
         if (line.rfind("kernel=", 0) == 0) kernel = line.substr(7);
         if (line.rfind("uuid=", 0) == 0) uuid = line.substr(5);
+        if (line.rfind("model=", 0) == 0) axis.path = line.substr(6);
+        if (line.rfind("scalars=", 0) == 0) axis.scalars = split(line.substr(8));
+        if (line.rfind("ports=", 0) == 0) {
+            auto p = split(line.substr(6));
+            if (p.size() != 4) return -EINVAL;
+            axis.clock = p[0], axis.reset = p[1], axis.in = p[2], axis.out = p[3];
+        }
     }
     if (!ours || kernel.empty()) return -EINVAL;
     unsigned char id[16];
@@ -258,6 +336,7 @@ int xrtDeviceLoadXclbinFile(void* h, const char* path) {
     close_model(d);
     d->loaded = false;
     d->kernel = kernel;
+    d->axis = axis;
     if (!open_model(d)) return -ENOENT;
     std::memcpy(d->uuid, id, 16);
     d->loaded = true;
@@ -361,6 +440,10 @@ int xrtRunSetArg(void* r, int index, ...) {
         run->bo = static_cast<Bo*>(va_arg(ap, void*));
     } else if (index == 1) {
         run->words = va_arg(ap, unsigned int);
+    } else if (index == 2 && run->k->name == "mm2s") {
+        run->header = va_arg(ap, unsigned int);
+    } else if (index == 3 && run->k->name == "mm2s") {
+        run->row = va_arg(ap, unsigned int);
     } else {
         rc = -EINVAL;
     }

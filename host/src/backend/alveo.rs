@@ -58,6 +58,7 @@ impl AlveoBoard {
             return Err(XrtError::Argument("the board is not configured".into()));
         };
         let words = stream::encode(image, payload);
+        let (header, row) = stream::framing(image, payload);
         let out_words = stream::expected_words(payload);
         let mm2s = Kernel::open(device, &self.uuid, "mm2s")?;
         let s2mm = Kernel::open(device, &self.uuid, "s2mm")?;
@@ -74,6 +75,8 @@ impl AlveoBoard {
         let mut source = Run::open(&mm2s)?;
         source.set_bo(0, &input)?;
         source.set_u32(1, words.len() as u32)?;
+        source.set_u32(2, header)?;
+        source.set_u32(3, row)?;
         source.start()?;
         // One deadline for the whole job; a run that misses it leaves the board failed (the
         // dispatcher then re-runs its requests on CPUs and reconfigures a fresh worker).

@@ -88,19 +88,20 @@ impl RealBoard {
     }
 }
 
-/// The value of a `[KERNEL=]VALUE` list for `kernel`: its own entry, else the one without a kernel.
+/// The value of a `[MODEL=]VALUE` list for model `name`: its own entry, else the one without a name.
+/// A name that is none of `known` is refused (a misspelt model would silently get the shared entry).
 #[cfg_attr(not(any(feature = "xrt", feature = "f1")), allow(dead_code))]
-fn for_kernel(list: &[String], kernel: Kernel) -> anyhow::Result<Option<String>> {
+fn for_model(list: &[String], name: &str, known: &[&str]) -> anyhow::Result<Option<String>> {
     let mut any = None;
     for item in list {
         match item.split_once('=') {
-            Some((k, v)) if Kernel::from_name(&k.to_ascii_lowercase()).is_some() => {
-                if k.eq_ignore_ascii_case(kernel.name()) {
+            Some((k, v)) if known.iter().any(|n| n.eq_ignore_ascii_case(k)) => {
+                if k.eq_ignore_ascii_case(name) {
                     return Ok(Some(v.to_string()));
                 }
             }
             Some((k, _)) if !k.contains('/') => {
-                bail!("'{item}': unknown kernel '{k}' before '=': use sobel, bloom or dense")
+                bail!("'{item}': unknown model '{k}' before '=': use one of {}", known.join(", "))
             }
             _ => any = Some(item.clone()),
         }
@@ -108,25 +109,71 @@ fn for_kernel(list: &[String], kernel: Kernel) -> anyhow::Result<Option<String>>
     Ok(any)
 }
 
+/// What a real board of one model loads, besides the flags: the image its model.toml names.
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(not(any(feature = "xrt", feature = "f1")), allow(dead_code))]
+pub struct Images {
+    /// `[fpga.alveo] xclbin` (Alveo), or `[fpga.f1] xclbin` (F1's data path).
+    pub xclbin: Option<PathBuf>,
+    /// `[fpga.f1] agfi`.
+    #[cfg_attr(not(feature = "f1"), allow(dead_code))]
+    pub agfi: Option<String>,
+}
+
+impl Images {
+    /// The images `spec` names for real boards.
+    pub fn of(spec: &spork::repository::spec::ModelSpec, which: BoardArg) -> Images {
+        match which {
+            BoardArg::F1 => Images {
+                xclbin: spec.f1.as_ref().map(|f| f.xclbin.clone()),
+                agfi: spec.f1.as_ref().map(|f| f.agfi.clone()),
+            },
+            _ => Images { xclbin: spec.alveo.as_ref().map(|a| a.xclbin.clone()), agfi: None },
+        }
+    }
+}
+
 /// The FPGA backend of `kernel`'s workers; `timeout` bounds a board job.
 pub fn board(which: BoardArg, real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
+    let known: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
+    model_board(which, real, kernel.name(), &Images::default(), &known, timeout)
+}
+
+/// The FPGA backend of model `name`'s workers: a flag's `NAME=` entry, else the shared one, else
+/// the image its model.toml names (`images`); `known` are the names a flag may give.
+pub fn model_board(
+    which: BoardArg,
+    real: &RealBoard,
+    name: &str,
+    images: &Images,
+    known: &[&str],
+    timeout: Duration,
+) -> anyhow::Result<Board> {
     match which {
         BoardArg::Sim => Ok(Board::Sim),
         BoardArg::Model => Ok(Board::Model(None)),
-        BoardArg::Alveo => alveo(real, kernel, timeout),
-        BoardArg::F1 => f1(real, kernel, timeout),
+        BoardArg::Alveo => alveo(real, name, images, known, timeout),
+        BoardArg::F1 => f1(real, name, images, known, timeout),
     }
 }
 
 #[cfg(feature = "xrt")]
-fn alveo(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
+fn alveo(
+    real: &RealBoard,
+    name: &str,
+    images: &Images,
+    known: &[&str],
+    timeout: Duration,
+) -> anyhow::Result<Board> {
     use spork::backend::xrt::preflight;
-    let Some(xclbin) = for_kernel(&real.xclbin, kernel)?.map(PathBuf::from) else {
+    let Some(xclbin) = for_model(&real.xclbin, name, known)?.map(PathBuf::from).or(images.xclbin.clone())
+    else {
         bail!(
-            "--board alveo needs an xclbin for {kernel}: --xclbin FILE or --xclbin {kernel}=FILE (built by scripts/build-xclbin.sh)"
+            "--board alveo needs an xclbin for {name}: --xclbin FILE or --xclbin {name}=FILE (built by scripts/build-xclbin.sh), \
+             or [fpga.alveo] xclbin in a repository model's model.toml"
         );
     };
-    let alternate = for_kernel(&real.xclbin_alt, kernel)?.map(PathBuf::from);
+    let alternate = for_model(&real.xclbin_alt, name, known)?.map(PathBuf::from);
     // Everything XRT would abort on is checked here, before any XRT call.
     preflight::xrt_root()?;
     let device = real.device.clone().unwrap_or_else(|| "0".into());
@@ -141,7 +188,7 @@ fn alveo(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<
 }
 
 #[cfg(not(feature = "xrt"))]
-fn alveo(_: &RealBoard, _: Kernel, _: Duration) -> anyhow::Result<Board> {
+fn alveo(_: &RealBoard, _: &str, _: &Images, _: &[&str], _: Duration) -> anyhow::Result<Board> {
     bail!(
         "this spork was built without XRT support\n  fix: rebuild with `cargo build --release -p spork --features xrt` \
          (needs the XRT headers: apt-get install -y libxrt-dev, or source /opt/xilinx/xrt/setup.sh)"
@@ -149,14 +196,21 @@ fn alveo(_: &RealBoard, _: Kernel, _: Duration) -> anyhow::Result<Board> {
 }
 
 #[cfg(feature = "f1")]
-fn f1(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
+fn f1(
+    real: &RealBoard,
+    name: &str,
+    images: &Images,
+    known: &[&str],
+    timeout: Duration,
+) -> anyhow::Result<Board> {
     use spork::backend::bitstream::{Manifest, manifest_path};
-    let agfi = match for_kernel(&real.agfi, kernel)? {
-        Some(a) => a,
-        None => {
-            let path = manifest_path(Target::F1, kernel.name());
+    let agfi = match (for_model(&real.agfi, name, known)?, &images.agfi) {
+        (Some(a), _) => a,
+        (None, Some(a)) => a.clone(),
+        (None, None) => {
+            let path = manifest_path(Target::F1, name);
             let m = Manifest::load(&path).with_context(|| {
-                format!("no --agfi given for {kernel}, and no F1 manifest to take it from")
+                format!("no --agfi given for {name}, and no F1 manifest to take it from ([fpga.f1] agfi in a repository model)")
             })?;
             m.agfi
                 .with_context(|| format!("{} has no agfi (scripts/build-afi.sh writes it)", path.display()))?
@@ -165,12 +219,12 @@ fn f1(real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Boa
     spork::backend::f1::check_agfi(&agfi)?;
     let sys = real.sys();
     spork::backend::f1::slots(&sys)?;
-    let xclbin = for_kernel(&real.xclbin, kernel)?.map(PathBuf::from);
+    let xclbin = for_model(&real.xclbin, name, known)?.map(PathBuf::from).or(images.xclbin.clone());
     Ok(Board::F1(spork::backend::F1Config { slot: real.slot.unwrap_or(0), agfi, xclbin, sys, timeout }))
 }
 
 #[cfg(not(feature = "f1"))]
-fn f1(_: &RealBoard, _: Kernel, _: Duration) -> anyhow::Result<Board> {
+fn f1(_: &RealBoard, _: &str, _: &Images, _: &[&str], _: Duration) -> anyhow::Result<Board> {
     bail!(
         "this spork was built without F1 support\n  fix: rebuild with `--features f1` (and `xrt` for the data path)"
     )
@@ -182,16 +236,18 @@ mod tests {
 
     #[test]
     fn an_image_list_gives_each_kernel_its_own_else_the_shared_one() {
+        let known = ["sobel", "bloom", "dense", "crc8"];
         let list = ["sobel=/a.xclbin".to_string(), "/any.xclbin".to_string(), "DENSE=/d".to_string()];
-        assert_eq!(for_kernel(&list, Kernel::Sobel).ok().flatten().as_deref(), Some("/a.xclbin"));
-        assert_eq!(for_kernel(&list, Kernel::Dense).ok().flatten().as_deref(), Some("/d"));
-        assert_eq!(for_kernel(&list, Kernel::Bloom).ok().flatten().as_deref(), Some("/any.xclbin"));
-        assert_eq!(for_kernel(&[], Kernel::Bloom).ok().flatten(), None);
-        let err = for_kernel(&["sobol=/x".to_string()], Kernel::Sobel).unwrap_err().to_string();
-        assert!(err.contains("unknown kernel 'sobol'"), "{err}");
+        assert_eq!(for_model(&list, "sobel", &known).ok().flatten().as_deref(), Some("/a.xclbin"));
+        assert_eq!(for_model(&list, "dense", &known).ok().flatten().as_deref(), Some("/d"));
+        assert_eq!(for_model(&list, "bloom", &known).ok().flatten().as_deref(), Some("/any.xclbin"));
+        assert_eq!(for_model(&[], "bloom", &known).ok().flatten(), None);
+        assert_eq!(for_model(&["crc8=/c".into()], "crc8", &known).ok().flatten().as_deref(), Some("/c"));
+        let err = for_model(&["sobol=/x".to_string()], "sobel", &known).unwrap_err().to_string();
+        assert!(err.contains("unknown model 'sobol'"), "{err}");
         // A path with '=' in a folder name is a path.
         assert_eq!(
-            for_kernel(&["/a=b/x".to_string()], Kernel::Sobel).ok().flatten().as_deref(),
+            for_model(&["/a=b/x".to_string()], "sobel", &known).ok().flatten().as_deref(),
             Some("/a=b/x")
         );
     }

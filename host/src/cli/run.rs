@@ -18,7 +18,7 @@ use spork::policy::Scheduler;
 use spork::run::{RunConfig, RunReport};
 use spork_golden::Kernel;
 
-use super::board_args::{BoardArg, RealBoard, board};
+use super::board_args::{BoardArg, Images, RealBoard, board, model_board};
 use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
@@ -75,29 +75,24 @@ pub struct Args {
     json: bool,
 }
 
-/// The simulated or emulated board for a repository model (real boards take the built-ins).
-fn repository_board(which: BoardArg) -> anyhow::Result<spork::backend::Board> {
-    match which {
-        BoardArg::Sim => Ok(spork::backend::Board::Sim),
-        BoardArg::Model => Ok(spork::backend::Board::Model(None)),
-        BoardArg::Alveo | BoardArg::F1 => {
-            bail!(
-                "repository models run on --board sim or model for now; --board alveo/f1 take the built-in kernels"
-            )
-        }
-    }
-}
-
-/// Model `name` of repository `repo`, loaded for `board` (its RTL verilated for the simulated one).
-fn repository_image(repo: &std::path::Path, name: &str, board: BoardArg) -> anyhow::Result<KernelImage> {
+/// Model `name` of repository `repo` with its board: loaded for `args.board` (its RTL verilated for
+/// the simulated one; a real board's image from the flags or its model.toml).
+fn repository_model(
+    repo: &std::path::Path,
+    args: &Args,
+) -> anyhow::Result<(spork::backend::Board, KernelImage)> {
     use spork::repository::kernel::RepoKernel;
+    let name = args.kernel.as_str();
     let dir = repo.join(name);
     if !spork::repository::spec::valid_model_name(name) || !dir.join("model.toml").is_file() {
         bail!("--kernel {name}: no model folder {} (a folder with a model.toml)", dir.display());
     }
     let spec = spork::repository::spec::load(&dir)?;
-    let kernel = RepoKernel::load(spec, board == BoardArg::Sim)?;
-    Ok(KernelImage::repo(Arc::new(kernel)))
+    let images = Images::of(&spec, args.board);
+    let timeout = Duration::from_nanos(args.kernel_timeout);
+    let board = model_board(args.board, &args.real, name, &images, &[name], timeout)?;
+    let kernel = RepoKernel::load(spec, args.board == BoardArg::Sim)?;
+    Ok((board, KernelImage::repo(Arc::new(kernel))))
 }
 
 pub fn parse_kernel(s: &str) -> Result<Kernel, String> {
@@ -135,7 +130,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (board, Arc::new(KernelImage::new(kernel, args.workload.seed)))
         }
         Some(repo) => {
-            (repository_board(args.board)?, Arc::new(repository_image(repo, &args.kernel, args.board)?))
+            let (board, image) = repository_model(repo, &args)?;
+            (board, Arc::new(image))
         }
     };
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;

@@ -19,7 +19,7 @@ use spork::serve::{Kernelled, Limits, ServeConfig};
 use spork_golden::Kernel;
 use std::sync::Arc;
 
-use super::board_args::{BoardArg, RealBoard, board};
+use super::board_args::{BoardArg, Images, RealBoard, board, model_board};
 use super::pool_args::PoolArgs;
 
 #[derive(clap::Args)]
@@ -385,16 +385,27 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         kernel.board = own;
         kernels.push(kernel);
     }
+    let real_board = matches!(which, BoardArg::Alveo | BoardArg::F1).then(|| {
+        let known = served_names(&kernels, &repositories);
+        let real = real.clone();
+        spork::serve::control::RealBoardFor(Arc::new(move |spec: &spork::repository::spec::ModelSpec| {
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            let images = Images::of(spec, which);
+            model_board(which, &real, &spec.name, &images, &names, kernel_timeout)
+                .map_err(|e| format!("{e:#}"))
+        }))
+    });
     let measure = spork::serve::control::Measure {
         target: which.target(),
         clock_mhz,
         platform: platform_file.clone(),
         // The simulated board runs the RTL; the cross-check runs it beside the emulated board.
         sim: which == BoardArg::Sim || crosscheck,
+        real_board,
     };
     let mut not_loaded = Vec::new();
     for repo in &repositories {
-        kernels.extend(repository_models(repo, which, remote.is_some(), &measure, &mut not_loaded)?);
+        kernels.extend(repository_models(repo, &measure, &mut not_loaded)?);
     }
     let control = match (args.model_control.as_deref(), args.repository_poll_secs) {
         (Some("poll"), secs) => {
@@ -559,16 +570,23 @@ fn token(path: &Path) -> anyhow::Result<String> {
     Ok(t)
 }
 
-/// Every model of repository `dir`, loaded for `board` and measured; a model that fails to load is
+/// Every name a `NAME=FILE` flag may give: the built-in models served and every repository's folders.
+fn served_names(kernels: &[Kernelled], repositories: &[PathBuf]) -> Vec<String> {
+    let mut names: Vec<String> = kernels.iter().map(|k| k.image.kernel.name().to_string()).collect();
+    for dir in repositories {
+        let folders = std::fs::read_dir(dir).into_iter().flatten().flatten();
+        names.extend(folders.map(|e| e.file_name().to_string_lossy().into_owned()));
+    }
+    names
+}
+
+/// Every model of repository `dir`, loaded as `measure` says and measured; a model that fails to load is
 /// reported on stderr with its fix and left out, so the others serve.
 fn repository_models(
     dir: &std::path::Path,
-    board: BoardArg,
-    remote: bool,
     measure: &spork::serve::control::Measure,
     not_loaded: &mut Vec<(String, String)>,
 ) -> anyhow::Result<Vec<Kernelled>> {
-    use spork::repository::kernel::RepoKernel;
     let scanned = spork::repository::scan(dir)?;
     if scanned.is_empty() {
         bail!(
@@ -576,23 +594,11 @@ fn repository_models(
             dir.display()
         );
     }
-    // With worker hosts, the hosts run the models (each loads the same repository: `spork worker
-    // --model-repository`); this side still loads each to check, size and answer requests.
-    if !remote && matches!(board, BoardArg::Alveo | BoardArg::F1) {
-        bail!(
-            "repository models run on --board model or --board sim, or on worker hosts: Alveo and F1 take Spork's \
-             built-in kernels (--models)"
-        );
-    }
     let mut out = Vec::new();
     for (folder, spec) in scanned {
         let loaded = spec
             .map_err(anyhow::Error::from)
-            .and_then(|spec| Ok(RepoKernel::load(spec, measure.sim)?))
-            .and_then(|k| {
-                let platform = measure.platform.as_deref();
-                Ok(Kernelled::measure_repo(Arc::new(k), measure.target, measure.clock_mhz, platform)?)
-            });
+            .and_then(|spec| measure.kernelled(spec).map_err(anyhow::Error::msg));
         match loaded {
             Ok(k) => {
                 eprintln!("model {}: loaded from {}", k.image.kernel.name(), folder.display());

@@ -37,8 +37,12 @@ pub struct StreamError {
 pub fn encode(image: &KernelImage, payload: &Payload) -> Vec<u64> {
     let mut w = Vec::new();
     match payload {
-        // A repository model's beats, packed as on the simulated board (TLAST is a side signal).
+        // A repository model's scalars (one word each), then its beats packed as on the simulated
+        // board; TLAST is the data mover's side signal ([`framing`]).
         Payload::Tensors(t) => {
+            let sim = image.kernel.repo().and_then(|r| r.spec.sim.as_ref());
+            let scalars = sim.map_or(&[][..], |s| s.scalars.as_slice());
+            w.extend(scalars.iter().map(|&d| t.dims.get(d).copied().unwrap_or(0)));
             w.extend(
                 crate::repository::stream::beats(&t.inputs, crate::repository::spec::Last::Request)
                     .iter()
@@ -77,6 +81,23 @@ pub fn encode(image: &KernelImage, payload: &Payload) -> Vec<u64> {
         }
     }
     w
+}
+
+/// How the data mover frames `payload`'s words: the leading scalar words (never with TLAST), and
+/// the row length after which TLAST falls on every row (0: on the job's last word only). Spork's
+/// built-in layouts are `(0, 0)`; a repository model's come from its `[fpga.sim]`.
+pub fn framing(image: &KernelImage, payload: &Payload) -> (u32, u32) {
+    let (Payload::Tensors(t), Some(sim)) = (payload, image.kernel.repo().and_then(|r| r.spec.sim.as_ref()))
+    else {
+        return (0, 0);
+    };
+    let row = match sim.last {
+        crate::repository::spec::Last::Row => {
+            t.inputs.first().and_then(|i| i.shape.last()).copied().unwrap_or(0)
+        }
+        crate::repository::spec::Last::Request => 0,
+    };
+    (sim.scalars.len() as u32, u32::try_from(row).unwrap_or(0))
 }
 
 /// Output words the kernel produces for `payload`.

@@ -233,6 +233,14 @@ impl KernelRef {
             KernelRef::Repo(_) => None,
         }
     }
+
+    /// The repository model, if it is one.
+    pub fn repo(&self) -> Option<&Arc<RepoKernel>> {
+        match self {
+            KernelRef::Builtin(_) => None,
+            KernelRef::Repo(r) => Some(r),
+        }
+    }
 }
 
 impl std::fmt::Display for KernelRef {

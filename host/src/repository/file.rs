@@ -112,9 +112,6 @@ pub struct TimingFile {
 #[serde(deny_unknown_fields)]
 pub struct AlveoFile {
     pub xclbin: Spanned<String>,
-    pub kernel: String,
-    /// The kernel's arguments in order: `"in"`, `"out"` (buffers) or `"items"` (a scalar count).
-    pub arguments: Vec<String>,
 }
 
 /// `[fpga.f1]`.
@@ -122,5 +119,5 @@ pub struct AlveoFile {
 #[serde(deny_unknown_fields)]
 pub struct F1File {
     pub agfi: Spanned<String>,
-    pub kernel: String,
+    pub xclbin: Spanned<String>,
 }

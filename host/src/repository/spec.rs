@@ -82,24 +82,21 @@ pub enum TimingSpec {
     },
 }
 
-/// `[fpga.alveo]`.
+/// `[fpga.alveo]`: an xclbin of the model's `[fpga.sim]` RTL between Spork's data movers
+/// (`mm2s` -> the kernel -> `s2mm`), streamed in the same packing, its scalars as leading words.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlveoSpec {
     /// The bitstream (path resolved).
     pub xclbin: PathBuf,
-    /// The kernel's name in the xclbin.
-    pub kernel: String,
-    /// The kernel's arguments in order: "in", "out" (buffers) or "items" (a scalar count).
-    pub arguments: Vec<String>,
 }
 
-/// `[fpga.f1]`.
+/// `[fpga.f1]`: the same on an AWS F1 slot.
 #[derive(Clone, Debug, PartialEq)]
 pub struct F1Spec {
     /// The FPGA image's id, as AWS returned it (`agfi-...`).
     pub agfi: String,
-    /// The kernel's name in the image.
-    pub kernel: String,
+    /// The `.awsxclbin` XRT loads for the data path (path resolved).
+    pub xclbin: PathBuf,
 }
 
 /// A model of the repository, checked.
@@ -211,6 +208,18 @@ impl Checker<'_> {
         };
         if let (Some(sim), Some(s)) = (&spec.sim, &raw.fpga.sim) {
             self.stream_fits(&spec, sim, s.span())?;
+        }
+        let board = raw.fpga.alveo.as_ref().map(|a| ("fpga.alveo", a.span()));
+        if let (None, Some((field, span))) =
+            (&spec.sim, board.or(raw.fpga.f1.as_ref().map(|f| ("fpga.f1", f.span()))))
+        {
+            let fix = "add the [fpga.sim] the xclbin was built from: its ports, TLAST rule and scalars frame the stream";
+            return Err(self.err(
+                span,
+                field,
+                "a real board's image needs the model's [fpga.sim]".into(),
+                fix,
+            ));
         }
         Ok(spec)
     }
@@ -523,20 +532,8 @@ impl Checker<'_> {
     }
 
     fn alveo(&self, a: &toml::Spanned<file::AlveoFile>) -> Result<AlveoSpec, InputError> {
-        let r = a.get_ref();
-        let fix =
-            "give the xclbin's path relative to the model's folder (scripts/build-xclbin.sh writes one)";
-        let xclbin = self.dir.join(self.file(&r.xclbin, "fpga.alveo.xclbin", fix)?);
-        if let Some(bad) = r.arguments.iter().find(|a| !["in", "out", "items"].contains(&a.as_str())) {
-            let fix = "arguments are \"in\", \"out\" (buffers) or \"items\" (a count)";
-            return Err(self.err(
-                a.span(),
-                "fpga.alveo.arguments",
-                format!("'{bad}' is not an argument kind"),
-                fix,
-            ));
-        }
-        Ok(AlveoSpec { xclbin, kernel: r.kernel.clone(), arguments: r.arguments.clone() })
+        let fix = "give the xclbin's path relative to the model's folder (scripts/build-xclbin.sh --model writes one)";
+        Ok(AlveoSpec { xclbin: self.dir.join(self.file(&a.get_ref().xclbin, "fpga.alveo.xclbin", fix)?) })
     }
 
     fn f1(&self, f: &toml::Spanned<file::F1File>) -> Result<F1Spec, InputError> {
@@ -549,7 +546,9 @@ impl Checker<'_> {
             let fix = "give the AGFI id AWS returned (agfi-0123456789abcdef0)";
             return Err(self.err(r.agfi.span(), "fpga.f1.agfi", format!("'{agfi}' is not an AGFI id"), fix));
         }
-        Ok(F1Spec { agfi: agfi.clone(), kernel: r.kernel.clone() })
+        let fix = "give the .awsxclbin's path relative to the model's folder";
+        let xclbin = self.dir.join(self.file(&r.xclbin, "fpga.f1.xclbin", fix)?);
+        Ok(F1Spec { agfi: agfi.clone(), xclbin })
     }
 }
 
@@ -638,7 +637,11 @@ shape = ["H-2", "W-2"]
                 "model.toml:",
                 "exactly one of sources and library",
             ),
-            (GOOD.to_string() + "[fpga.f1]\nagfi = \"afi-1\"\nkernel = \"k\"\n", ":15:", "not an AGFI id"),
+            (
+                GOOD.to_string() + "[fpga.f1]\nagfi = \"afi-1\"\nxclbin = \"model.toml\"\n",
+                ":15:",
+                "not an AGFI id",
+            ),
             (GOOD.to_string() + "[fpga.model]\nclock_mhz = 250\n", "model.toml:", "no timing"),
         ];
         for (text, at, what) in cases {

@@ -14,9 +14,10 @@ use super::error::ServeError;
 use super::models::Model;
 use super::server::Server;
 use super::{Kernelled, PoolFactory};
+use crate::backend::Board;
 use crate::backend::bitstream::Target;
 use crate::repository::kernel::RepoKernel;
-use crate::repository::spec::{self, valid_model_name};
+use crate::repository::spec::{self, ModelSpec, valid_model_name};
 
 /// How models change while the server runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,33 @@ pub struct Measure {
     pub platform: Option<PathBuf>,
     /// Whether the simulated board runs it (its RTL is verilated at load).
     pub sim: bool,
+    /// A real board's backend for a model (its image from the flags or its model.toml); `None`:
+    /// the server's board serves it.
+    pub real_board: Option<RealBoardFor>,
+}
+
+/// Makes a model's real-board backend from its spec (checked before its pool starts).
+#[derive(Clone)]
+pub struct RealBoardFor(pub Arc<dyn Fn(&ModelSpec) -> Result<Board, String> + Send + Sync>);
+
+impl std::fmt::Debug for RealBoardFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RealBoardFor(..)")
+    }
+}
+
+impl Measure {
+    /// `spec`'s pool settings: its code loaded (its RTL too for the simulated board), measured, and
+    /// given its real board when the server runs one.
+    pub fn kernelled(&self, spec: ModelSpec) -> Result<Kernelled, String> {
+        let board = self.real_board.as_ref().map(|f| (f.0)(&spec)).transpose()?;
+        let kernel = RepoKernel::load(spec, self.sim).map_err(|e| e.to_string())?;
+        let mut k =
+            Kernelled::measure_repo(Arc::new(kernel), self.target, self.clock_mhz, self.platform.as_deref())
+                .map_err(|e| e.to_string())?;
+        k.board = board;
+        Ok(k)
+    }
 }
 
 /// One entry of the repository index.
@@ -163,15 +191,7 @@ impl Control {
         let measure = self.measure.clone();
         let dir = dir.to_path_buf();
         let kernelled = tokio::task::spawn_blocking(move || -> Result<Kernelled, String> {
-            let spec = spec::load(&dir).map_err(|e| e.to_string())?;
-            let kernel = RepoKernel::load(spec, measure.sim).map_err(|e| e.to_string())?;
-            Kernelled::measure_repo(
-                Arc::new(kernel),
-                measure.target,
-                measure.clock_mhz,
-                measure.platform.as_deref(),
-            )
-            .map_err(|e| e.to_string())
+            measure.kernelled(spec::load(&dir).map_err(|e| e.to_string())?)
         })
         .await
         .map_err(|e| format!("the loader stopped: {e}"))??;
