@@ -44,14 +44,16 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 FROM debian:bookworm-slim
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG FEATURES=""
-# libstdc++ for HiGHS and the Verilated models. With feature xrt the binary links
+# libstdc++ for HiGHS and the Verilated models; a C/C++ compiler and verilator because a model
+# repository's CPU code is compiled, and its RTL verilated (--board sim), when it loads (Spork's own
+# sobel, bloom and dense included), cached in $SPORK_CACHE_DIR. With feature xrt the binary links
 # libxrt_coreutil.so.2, so Debian's XRT runtime comes along and the image starts anywhere; on a
 # board node the worker's LD_LIBRARY_PATH puts the node's own XRT first
 # (deploy/overlays/*/fpga-worker.yaml), as XRT's user side must match the node's driver.
 # hadolint ignore=DL3008
 RUN case " $FEATURES " in *[\ ,]xrt[\ ,]*) xrt=libxrt1 ;; *) xrt="" ;; esac \
  && apt-get update \
- && apt-get install -y --no-install-recommends libstdc++6 ${xrt:+"$xrt"} \
+ && apt-get install -y --no-install-recommends libstdc++6 gcc g++ libc6-dev make verilator ${xrt:+"$xrt"} \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 spork \
  && useradd --system --uid 10001 --gid spork --no-create-home --home-dir /nonexistent \
@@ -63,7 +65,8 @@ COPY --from=builder /out/sim/ /usr/local/lib/spork/sim/
 # from disk at run time, from $SPORK_BITSTREAMS.
 COPY bitstreams/ /usr/local/share/spork/bitstreams/
 ENV SPORK_BITSTREAMS=/usr/local/share/spork/bitstreams \
-    SPORK_SIM_MODELS=/usr/local/lib/spork/sim
+    SPORK_SIM_MODELS=/usr/local/lib/spork/sim \
+    SPORK_CACHE_DIR=/tmp/spork-cache
 USER 10001:10001
 # serve: HTTP, gRPC; worker: its API, its probes.
 EXPOSE 8000 8001 7070 7071

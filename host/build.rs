@@ -6,6 +6,8 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=proto/inference.proto");
     println!("cargo:rerun-if-changed=proto/worker.proto");
+    // Spork's own model repository is embedded (include_dir): a change to it rebuilds the crate.
+    println!("cargo:rerun-if-changed=../models");
     // The Open Inference Protocol's gRPC service (`spork serve`) and the worker API (`spork worker`),
     // parsed by protox (a protobuf compiler in Rust), so building needs no system `protoc`.
     // The inference service decodes with a codec that bounds a request's counts before decoding it.

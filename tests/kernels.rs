@@ -191,10 +191,10 @@ fn a_kernel_error_reaches_the_caller_with_its_message() {
     let mut k = lib.instance().expect("init");
     let names = spec.c_names();
     // Right shapes, wrong element type: the C code refuses and says why.
-    let mut inputs =
+    let inputs =
         vec![TensorBuf::zeroed(DType::Uint16, &[4]).unwrap(), TensorBuf::zeroed(DType::Int16, &[4]).unwrap()];
     let mut outputs = spec.outputs_for(&[4]);
-    let e = k.run((&names.0, &names.1), &mut inputs, &mut outputs).unwrap_err();
+    let e = k.run((&names.0, &names.1), &inputs, &mut outputs).unwrap_err();
     assert!(e.contains("satadd: every tensor must be INT16"), "{e}");
     // And the same state then serves a good request.
     let mut good =
@@ -204,7 +204,7 @@ fn a_kernel_error_reaches_the_caller_with_its_message() {
     good[0].set_bits(1, (-7i16) as u16 as u64);
     good[1].set_bits(1, 3);
     let mut out = spec.outputs_for(&spec.bind(&good).expect("binds"));
-    k.run((&names.0, &names.1), &mut good, &mut out).expect("runs");
+    k.run((&names.0, &names.1), &good, &mut out).expect("runs");
     assert_eq!((out[0].show(0), out[0].show(1)), ("32767".into(), "-4".into()));
 }
 

@@ -18,16 +18,30 @@ use spork::backend::remote::{Hosts, RemoteConfig, RemoteSlot, TlsFiles};
 use spork::backend::{Backend, BackendError};
 use spork::datapath::work::KernelImage;
 use spork::model::{Kind, Platform};
+use spork::repository::kernel::RepoKernel;
 use spork::worker_api::wire::pb::worker_client::WorkerClient;
 use spork::worker_api::wire::{self, API_VERSION, SPORK_VERSION, pb};
 use spork::worker_host::{self, HostConfig, Offer, RunningHost};
-use spork_golden::Kernel;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
 const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
 
+/// Spork's own model `name` (the repository `spork serve` and `spork worker` load by default).
+fn own(name: &str) -> Arc<RepoKernel> {
+    let dir = spork::repository::own::dir().expect("written to the cache");
+    let spec = spork::repository::spec::load(&dir.join(name)).expect("loads");
+    Arc::new(RepoKernel::load(spec, false).expect("its C code builds"))
+}
+
+/// The image a scheduler configures a lease of Spork's own model `name` with.
+fn own_image(name: &str) -> KernelImage {
+    KernelImage::repo(own(name))
+}
+
 fn host(tls: Option<TlsFiles>) -> RunningHost {
-    let boards: HashMap<Kernel, Board> = Kernel::ALL.into_iter().map(|k| (k, Board::Model(None))).collect();
+    let names = ["sobel", "bloom", "dense"];
+    let models: HashMap<String, Arc<RepoKernel>> = names.iter().map(|n| (n.to_string(), own(n))).collect();
+    let boards: HashMap<String, Board> = names.iter().map(|n| (n.to_string(), Board::Model(None))).collect();
     worker_host::start(HostConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         probe: None,
@@ -39,8 +53,7 @@ fn host(tls: Option<TlsFiles>) -> RunningHost {
             boards,
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(10),
-            models: Default::default(),
-            model_board: None,
+            models,
         },
         board: "model".into(),
     })
@@ -62,7 +75,7 @@ fn rt() -> tokio::runtime::Runtime {
 #[test]
 fn a_retried_job_id_runs_once_and_gets_the_same_answer() {
     let h = host(None);
-    let image = KernelImage::new(Kernel::Sobel, 3);
+    let image = own_image("sobel");
     let payload = image.payload(4096, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1));
     let rt = rt();
     rt.block_on(async {
@@ -119,7 +132,7 @@ async fn answer(c: &mut WorkerClient<tonic::transport::Channel>, job: pb::Job) -
 #[test]
 fn a_lease_answers_only_the_session_that_took_it() {
     let h = host(None);
-    let image = KernelImage::new(Kernel::Sobel, 3);
+    let image = own_image("sobel");
     let payload = image.payload(4096, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1));
     let rt = rt();
     let steps = async {
@@ -185,7 +198,7 @@ fn a_remote_slot_serves_like_a_local_worker_and_is_lost_with_its_host() {
     let h = host(None);
     let hosts = hosts(h.addr, None);
     assert_eq!(hosts.capacity(), 2);
-    let image = KernelImage::new(Kernel::Bloom, 4);
+    let image = own_image("bloom");
     let mut slot = RemoteSlot::new(Kind::Fpga, hosts.clone(), &CAL, Duration::ZERO);
     let lost = Arc::new(Mutex::new(None));
     let seen = lost.clone();
@@ -295,7 +308,6 @@ fn plaintext_outside_loopback_is_refused_with_the_fix() {
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(10),
             models: Default::default(),
-            model_board: None,
         },
         board: "cpu".into(),
     })

@@ -127,8 +127,10 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
     let python = python();
     let dir = tempfile::tempdir().expect("tempdir");
     cases(dir.path());
-    let kernels =
-        Kernel::ALL.iter().map(|&k| Kernelled::measure(k, None, None).expect("calibration")).collect();
+    let kernels = ["sobel", "bloom", "dense"]
+        .iter()
+        .map(|k| Kernelled::own(k, None, None, false).expect("calibration"))
+        .collect();
     let cfg = ServeConfig {
         http: "127.0.0.1:0".parse().expect("addr"),
         grpc: "127.0.0.1:0".parse().expect("addr"),

@@ -12,7 +12,6 @@ use spork::load::{LoadConfig, LoadReport, Protocol};
 use spork::model::time::{from_secs, to_secs};
 use spork::policy::{Objective, Scheduler};
 use spork::serve::{Kernelled, Limits, Running, ServeConfig};
-use spork_golden::Kernel;
 
 /// The start-up probe each pool answers before the server is ready: counted by the pool, not the
 /// client.
@@ -22,7 +21,7 @@ const PROBE: u64 = 1;
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
-    let mut k = Kernelled::measure(Kernel::Dense, None, None).expect("calibration");
+    let mut k = Kernelled::own("dense", None, None, false).expect("calibration");
     // Boards come within half a second, so the run uses them early.
     k.platform.fpga.spin_up = from_secs(0.5);
     let cfg = ServeConfig {
@@ -160,10 +159,10 @@ fn fpga_census(server: &spork::serve::Server) -> (u64, Vec<(String, u64)>) {
 #[test]
 fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_twice() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let kernels: Vec<Kernelled> = [Kernel::Sobel, Kernel::Dense]
+    let kernels: Vec<Kernelled> = ["sobel", "dense"]
         .map(|k| {
             // A 1 GHz board (3-5x the CPU here), so that a board clearly pays for its reconfiguration.
-            let mut k = Kernelled::measure(k, Some(1000.0), None).expect("calibration");
+            let mut k = Kernelled::own(k, Some(1000.0), None, false).expect("calibration");
             k.platform.fpga.spin_up = from_secs(0.5);
             k
         })

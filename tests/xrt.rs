@@ -71,10 +71,6 @@ fn preflight_refuses_before_any_xrt_call() {
     let good = xclbin(tmp.path(), "a.xclbin", "sobel", &"ab".repeat(16));
     let sys = sysfs();
     let sys = sys.to_str().expect("utf8");
-    // A board that costs almost nothing idle, so the allocator holds one from the first interval.
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nidle_power_w = 0.01\nbusy_power_w = 1.0\n").expect("write");
-    let platform = platform.to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, bool, &str)> = vec![
         (run_args(&good, sys, &[]), false, "XILINX_XRT is not set"),
         (run_args(&good, "/nonexistent", &[]), true, "no Xilinx board bound to the XRT driver"),
@@ -154,8 +150,20 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let tmp = tempfile::tempdir().expect("tmp");
-    let sobel = xclbin(tmp.path(), "sobel.xclbin", "sobel", &"0123456789abcdef".repeat(2));
-    let dense = xclbin(tmp.path(), "dense.xclbin", "dense", &"fedcba9876543210".repeat(2));
+    // Each model's image is its own repository RTL (models/), as the loopback xclbin names it.
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let image = |model: &str, top: &str, extra: &str, uuid: &str| {
+        let p = tmp.path().join(format!("{model}.xclbin"));
+        let library = built_library(&models.join(model));
+        let mut bytes = b"xclbin2\0".to_vec();
+        bytes.extend(
+            format!("spork-loopback\nkernel={top}\nuuid={uuid}\nmodel={library}\n{extra}").as_bytes(),
+        );
+        std::fs::write(&p, bytes).expect("write xclbin");
+        p.to_string_lossy().into_owned()
+    };
+    let sobel = image("sobel", "sobel_stream", "scalars=width\n", &"0123456789abcdef".repeat(2));
+    let dense = image("dense", "dense_stream", "", &"fedcba9876543210".repeat(2));
     let platform = tmp.path().join("platform.toml");
     // CPUs at 10x the paper's power: a board pays for itself at the light load the loopback keeps up with.
     std::fs::write(&platform, "[cpu]\nbusy_power_w = 1500.0\n[fpga]\nspin_up = \"300ms\"\n")

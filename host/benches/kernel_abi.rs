@@ -49,12 +49,11 @@ fn bench(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("built-in", &id), &pixels, |b, p| {
             b.iter(|| spork_golden::sobel::sobel(std::hint::black_box(p), w).expect("valid image"))
         });
-        let mut inputs =
-            [TensorBuf::from_bytes(DType::Uint8, &[h as u64, w as u64], &pixels).expect("image")];
+        let inputs = [TensorBuf::from_bytes(DType::Uint8, &[h as u64, w as u64], &pixels).expect("image")];
         group.bench_function(BenchmarkId::new("c-abi", &id), |b| {
             b.iter(|| {
                 let mut out = [TensorBuf::zeroed(DType::Uint8, &[h as u64 - 2, w as u64 - 2]).expect("fits")];
-                kernel.run((&names.0, &names.1), &mut inputs, &mut out).expect("runs");
+                kernel.run((&names.0, &names.1), &inputs, &mut out).expect("runs");
                 out
             })
         });

@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -23,16 +24,25 @@ use spork::engine::{Engine, Plan};
 use spork::model::time::from_secs;
 use spork::model::{Kind, Platform, Request, Time};
 use spork::policy::Scheduler;
+use spork::repository::kernel::RepoKernel;
 use spork::worker_host::{self, HostConfig, Offer, RunningHost};
-use spork_golden::Kernel;
 
 #[path = "../../tests/support/pki.rs"]
 mod pki;
 
 const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
 
+/// Spork's own sobel model, as `spork serve` and `spork worker` load it.
+fn own_sobel() -> Arc<RepoKernel> {
+    let dir = spork::repository::own::dir().expect("written to the cache");
+    let spec = spork::repository::spec::load(&dir.join("sobel")).expect("loads");
+    Arc::new(RepoKernel::load(spec, false).expect("its C code builds"))
+}
+
 fn host(cpu: u32, fpga: u32, tls: Option<TlsFiles>) -> RunningHost {
-    let boards: HashMap<Kernel, Board> = Kernel::ALL.into_iter().map(|k| (k, Board::Model(None))).collect();
+    let sobel = own_sobel();
+    let models: HashMap<String, Arc<RepoKernel>> = HashMap::from([("sobel".to_string(), sobel)]);
+    let boards: HashMap<String, Board> = HashMap::from([("sobel".to_string(), Board::Model(None))]);
     worker_host::start(HostConfig {
         listen: "127.0.0.1:0".parse().expect("address"),
         probe: None,
@@ -44,8 +54,7 @@ fn host(cpu: u32, fpga: u32, tls: Option<TlsFiles>) -> RunningHost {
             boards,
             platform: Platform::default(),
             lease_timeout: Duration::from_secs(60),
-            models: Default::default(),
-            model_board: None,
+            models,
         },
         board: "model".into(),
     })
@@ -58,7 +67,7 @@ fn hosts(addrs: &[std::net::SocketAddr], tls: Option<(TlsFiles, String)>) -> Hos
 }
 
 fn round_trip(c: &mut Criterion) {
-    let image = KernelImage::new(Kernel::Sobel, 1);
+    let image = KernelImage::repo(own_sobel());
     let payload = image.payload(16_384, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1));
     let mut local = CpuWorker::new(Platform::default().cpu, Duration::ZERO, Instant::now());
     local.configure(&image).expect("local");
@@ -117,7 +126,7 @@ fn scheduler_with_1000_slots(c: &mut Criterion) {
     let addrs: Vec<_> = running.iter().map(|h| h.addr).collect();
     let fleet = hosts(&addrs, None);
     assert_eq!(fleet.capacity(), 1000);
-    let image = KernelImage::new(Kernel::Sobel, 1);
+    let image = KernelImage::repo(own_sobel());
     // Half the slots leased, so a lease looks among hosts with some free.
     let held: Vec<RemoteSlot> = (0..500)
         .map(|_| {

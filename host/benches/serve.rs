@@ -17,7 +17,6 @@ use spork::serve::budget::Reservation;
 use spork::serve::server::{InferRequest, Server};
 use spork::serve::tensor::Tensor;
 use spork::serve::{Kernelled, Limits, ServeConfig};
-use spork_golden::Kernel;
 
 fn request(server: &Server) -> InferRequest {
     let data: Vec<u8> = (0..64i16).flat_map(i16::to_le_bytes).collect();
@@ -45,7 +44,7 @@ fn percentiles(name: &str, mut f: impl FnMut()) {
 }
 
 fn bench(c: &mut Criterion) {
-    let kernel = Kernelled::measure(Kernel::Dense, None, None).expect("calibration");
+    let kernel = Kernelled::own("dense", None, None, false).expect("calibration");
     let cfg = ServeConfig {
         http: "127.0.0.1:0".parse().expect("addr"),
         grpc: "127.0.0.1:0".parse().expect("addr"),

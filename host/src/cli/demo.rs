@@ -18,9 +18,9 @@ use super::live_trace::LiveTrace;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The model every request runs: sobel, bloom or dense.
-    #[arg(long, default_value = "sobel", value_parser = super::run::parse_kernel)]
-    model: spork_golden::Kernel,
+    /// The model every request runs: sobel, bloom or dense (of Spork's own repository).
+    #[arg(long, default_value = "sobel")]
+    model: String,
     #[command(flatten)]
     workload: LiveTrace,
     /// Over `http` or `grpc`.
@@ -35,7 +35,8 @@ pub struct Args {
 
 /// Runs `spork demo`.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let kernel = Kernelled::measure(args.model, None, None)?;
+    // The cross-check runs each board answer on the model's verilated RTL too.
+    let kernel = Kernelled::own(&args.model, None, None, !args.no_crosscheck)?;
     let protocol = if args.protocol == "grpc" { Protocol::Grpc } else { Protocol::Http };
     let mut results = Vec::new();
     // Emulated board answers are also run on the Verilated RTL in the background.

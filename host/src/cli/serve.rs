@@ -16,10 +16,9 @@ use spork::input::InputError;
 use spork::policy::Scheduler;
 use spork::serve::control::ModelControl;
 use spork::serve::{Kernelled, Limits, ServeConfig};
-use spork_golden::Kernel;
 use std::sync::Arc;
 
-use super::board_args::{BoardArg, Images, RealBoard, board, model_board};
+use super::board_args::{BoardArg, Images, RealBoard, model_board};
 use super::pool_args::PoolArgs;
 
 #[derive(clap::Args)]
@@ -35,10 +34,10 @@ pub struct Args {
     /// gRPC listen address [default: 127.0.0.1:8001].
     #[arg(long, value_name = "ADDR")]
     grpc: Option<SocketAddr>,
-    /// Models served, one pool each: any of sobel, bloom, dense [default: all three, unless
-    /// --model-repository is given].
-    #[arg(long, value_delimiter = ',', value_parser = super::run::parse_kernel)]
-    models: Option<Vec<Kernel>>,
+    /// Models of Spork's own repository served, one pool each: any of sobel, bloom, dense [default:
+    /// all three, unless --model-repository is given].
+    #[arg(long, value_delimiter = ',')]
+    models: Option<Vec<String>>,
     /// A model repository (docs/model-repository.md): every model folder in it is served, its CPU
     /// code compiled and its RTL verilated at start (cached). A model that fails to load is reported
     /// and left out; the others serve. Repeatable. A flag only, not a setting of the file.
@@ -331,18 +330,10 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
             "scheduler {scheduler} is told the trace in advance, which a server has not: pick spork-e, spork-c, cpu-dynamic or another online one"
         );
     }
-    let models = match (args.models, file.models) {
-        (Some(m), _) => m,
-        (None, Some(names)) => names
-            .iter()
-            .map(|n| super::run::parse_kernel(n).map_err(anyhow::Error::msg))
-            .collect::<anyhow::Result<_>>()?,
-        (None, None) if args.model_repository.is_empty() => Kernel::ALL.to_vec(),
-        (None, None) => Vec::new(),
-    };
-    let repositories = args.model_repository;
-    if models.is_empty() && repositories.is_empty() {
-        bail!("no model to serve: name at least one of sobel, bloom, dense, or give --model-repository");
+    let own = own_models(args.models.or(file.models), !args.model_repository.is_empty())?;
+    let mut repositories = args.model_repository;
+    if let Some((dir, _)) = &own {
+        repositories.insert(0, dir.clone());
     }
     let pool = PoolArgs {
         max_cpu: args.pool.max_cpu.or(file.max_cpu),
@@ -374,19 +365,8 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let boards = shared_boards(which, args.boards.or(file.boards), crosscheck)?;
     let platform_file = args.platform.or(file.platform);
     let clock_mhz = args.clock_mhz.or(file.clock_mhz);
-    let mut kernels = Vec::new();
-    for k in models {
-        // A real board's image is the kernel's own: its pre-flight first.
-        let own = match which {
-            BoardArg::Alveo | BoardArg::F1 => Some(board(which, &real, k, kernel_timeout)?),
-            BoardArg::Model | BoardArg::Sim => None,
-        };
-        let mut kernel = Kernelled::measure_on(k, which.target(), clock_mhz, platform_file.as_deref())?;
-        kernel.board = own;
-        kernels.push(kernel);
-    }
     let real_board = matches!(which, BoardArg::Alveo | BoardArg::F1).then(|| {
-        let known = served_names(&kernels, &repositories);
+        let known = served_names(&repositories);
         let real = real.clone();
         spork::serve::control::RealBoardFor(Arc::new(move |spec: &spork::repository::spec::ModelSpec| {
             let names: Vec<&str> = known.iter().map(String::as_str).collect();
@@ -404,8 +384,11 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         real_board,
     };
     let mut not_loaded = Vec::new();
+    let mut kernels = Vec::new();
     for repo in &repositories {
-        kernels.extend(repository_models(repo, &measure, &mut not_loaded)?);
+        // Of Spork's own repository, only the models asked for start; the others stay loadable.
+        let only = own.as_ref().filter(|(dir, _)| dir == repo).map(|(_, names)| names.as_slice());
+        kernels.extend(repository_models(repo, only, &measure, &mut not_loaded)?);
     }
     let control = match (args.model_control.as_deref(), args.repository_poll_secs) {
         (Some("poll"), secs) => {
@@ -418,13 +401,13 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         (_, Some(_)) => bail!("--repository-poll-secs needs --model-control poll"),
         _ => ModelControl::Explicit,
     };
-    let repository = (!repositories.is_empty()).then(|| spork::serve::RepositorySetup {
+    let repository = Some(spork::serve::RepositorySetup {
         dirs: repositories.clone(),
         control,
         measure: measure.clone(),
         not_loaded,
     });
-    if kernels.is_empty() && repositories.is_empty() {
+    if kernels.is_empty() {
         bail!(
             "no model to serve: every model of the repositories failed to load (see above); fix them or add --models"
         );
@@ -570,9 +553,34 @@ fn token(path: &Path) -> anyhow::Result<String> {
     Ok(t)
 }
 
-/// Every name a `NAME=FILE` flag may give: the built-in models served and every repository's folders.
-fn served_names(kernels: &[Kernelled], repositories: &[PathBuf]) -> Vec<String> {
-    let mut names: Vec<String> = kernels.iter().map(|k| k.image.kernel.name().to_string()).collect();
+/// Spork's own repository (written to the cache) and which of its models start: those named, else
+/// all of them unless another repository is given (then none: `None`).
+fn own_models(
+    named: Option<Vec<String>>,
+    other_repositories: bool,
+) -> anyhow::Result<Option<(PathBuf, Vec<String>)>> {
+    use spork::repository::own;
+    let names = match named {
+        Some(n) => n,
+        None if other_repositories => return Ok(None),
+        None => own::names().into_iter().map(String::from).collect(),
+    };
+    let known = own::names();
+    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
+        bail!(
+            "--models: '{bad}' is not a model of Spork's own repository ({}); a model of yours goes in --model-repository DIR",
+            known.join(", ")
+        );
+    }
+    let dir = own::dir().context(
+        "writing Spork's own model repository into the cache (fix: set SPORK_CACHE_DIR to a writable folder)",
+    )?;
+    Ok(Some((dir, names)))
+}
+
+/// Every name a `NAME=FILE` flag may give: every repository's folders.
+fn served_names(repositories: &[PathBuf]) -> Vec<String> {
+    let mut names = Vec::new();
     for dir in repositories {
         let folders = std::fs::read_dir(dir).into_iter().flatten().flatten();
         names.extend(folders.map(|e| e.file_name().to_string_lossy().into_owned()));
@@ -584,6 +592,7 @@ fn served_names(kernels: &[Kernelled], repositories: &[PathBuf]) -> Vec<String> 
 /// reported on stderr with its fix and left out, so the others serve.
 fn repository_models(
     dir: &std::path::Path,
+    only: Option<&[String]>,
     measure: &spork::serve::control::Measure,
     not_loaded: &mut Vec<(String, String)>,
 ) -> anyhow::Result<Vec<Kernelled>> {
@@ -596,6 +605,10 @@ fn repository_models(
     }
     let mut out = Vec::new();
     for (folder, spec) in scanned {
+        let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if only.is_some_and(|names| !names.contains(&name)) {
+            continue;
+        }
         let loaded = spec
             .map_err(anyhow::Error::from)
             .and_then(|spec| measure.kernelled(spec).map_err(anyhow::Error::msg));

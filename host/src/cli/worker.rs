@@ -9,10 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use spork::backend::remote::TlsFiles;
 use spork::model::Platform;
+use spork::repository::kernel::RepoKernel;
 use spork::worker_host::{self, HostConfig, Offer};
-use spork_golden::Kernel;
+use std::sync::Arc;
 
-use super::board_args::{BoardArg, RealBoard, board};
+use super::board_args::{BoardArg, Images, RealBoard, model_board};
 
 /// What this host's FPGA slots are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -43,8 +44,9 @@ pub struct Args {
     /// CPU worker slots [default: the cores available].
     #[arg(long, value_name = "N")]
     cpu_slots: Option<u32>,
-    /// A model repository whose models this host serves too (as `spork serve --model-repository`
-    /// does; a model that fails to load is reported and left out). Repeatable.
+    /// A model repository whose models this host serves beside Spork's own (sobel, bloom, dense),
+    /// as `spork serve --model-repository` does; a model that fails to load is reported and left
+    /// out. Repeatable.
     #[arg(long, value_name = "DIR")]
     model_repository: Vec<std::path::PathBuf>,
     #[command(flatten)]
@@ -115,10 +117,15 @@ pub fn config(args: Args) -> anyhow::Result<HostConfig> {
     if cpu > 4096 || fpga > 1024 {
         bail!("{cpu} CPU / {fpga} FPGA slots: at most 4096 CPU and 1024 FPGA slots per host");
     }
-    let boards = boards(args.board, &args.real)?;
+    let mut repositories = vec![spork::repository::own::dir().context(
+        "writing Spork's own model repository into the cache (fix: set SPORK_CACHE_DIR to a writable folder)",
+    )?];
+    repositories.extend(args.model_repository.iter().cloned());
+    let models = repository_models(&repositories, args.board == HostBoard::Sim)?;
+    let boards = boards(args.board, &args.real, &models)?;
     if fpga > 0 && boards.is_empty() {
         bail!(
-            "--board {:?} has no kernel image: give --xclbin KERNEL=FILE (alveo) or --agfi KERNEL=AGFI (f1)",
+            "--board {:?} has no model image: give --xclbin MODEL=FILE (alveo) or --agfi MODEL=AGFI (f1)",
             args.board
         );
     }
@@ -135,26 +142,18 @@ pub fn config(args: Args) -> anyhow::Result<HostConfig> {
         probe: args.probe,
         tls,
         insecure: args.insecure,
-        offer: Offer {
-            cpu,
-            fpga,
-            boards,
-            platform,
-            lease_timeout: args.lease_timeout,
-            models: repository_models(&args.model_repository, args.board == HostBoard::Sim)?,
-            model_board: match args.board {
-                HostBoard::Sim => Some(spork::backend::Board::Sim),
-                HostBoard::Model => Some(spork::backend::Board::Model(None)),
-                _ => None,
-            },
-        },
+        offer: Offer { cpu, fpga, boards, platform, lease_timeout: args.lease_timeout, models },
         board: describe,
     })
 }
 
-/// Each kernel's board: every kernel on an emulated or simulated one; on a real board, each kernel
-/// given an image (checked before anything runs).
-fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, spork::backend::Board>> {
+/// Each model's board by name: every model on an emulated or simulated one; on a real board, each
+/// model given an image (by a flag or its model.toml; checked before anything runs).
+fn boards(
+    which: HostBoard,
+    real: &RealBoard,
+    models: &HashMap<String, Arc<RepoKernel>>,
+) -> anyhow::Result<HashMap<String, spork::backend::Board>> {
     let arg = match which {
         HostBoard::Cpu => return Ok(HashMap::new()),
         HostBoard::Model => BoardArg::Model,
@@ -163,22 +162,27 @@ fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, 
         HostBoard::F1 => BoardArg::F1,
     };
     let timeout = Duration::from_secs(10);
+    let known: Vec<&str> = models.keys().map(String::as_str).collect();
     let mut out = HashMap::new();
-    for k in Kernel::ALL {
-        match board(arg, real, k, timeout) {
+    let mut first_error = None;
+    for (name, model) in models {
+        match model_board(arg, real, name, &Images::of(&model.spec, arg), &known, timeout) {
             Ok(b) => {
-                out.insert(k, b);
+                out.insert(name.clone(), b);
             }
-            // A real board serves the kernels it was given images for.
-            Err(e) if matches!(which, HostBoard::Alveo | HostBoard::F1) => tracing::debug!("{k}: {e}"),
+            // A real board serves the models it was given images for.
+            Err(e) if matches!(which, HostBoard::Alveo | HostBoard::F1) => {
+                tracing::debug!("{name}: {e}");
+                first_error.get_or_insert(e);
+            }
             Err(e) => return Err(e),
         }
     }
-    if out.is_empty() && matches!(which, HostBoard::Alveo | HostBoard::F1) {
-        // The error for the first kernel says what is missing.
-        board(arg, real, Kernel::Sobel, timeout)?;
+    match first_error {
+        // The error for one model says what is missing.
+        Some(e) if out.is_empty() => Err(e),
+        _ => Ok(out),
     }
-    Ok(out)
 }
 
 /// The models of `repositories` by name, loaded (their RTL verilated when `sim`); one that fails to
@@ -186,18 +190,15 @@ fn boards(which: HostBoard, real: &RealBoard) -> anyhow::Result<HashMap<Kernel, 
 fn repository_models(
     repositories: &[std::path::PathBuf],
     sim: bool,
-) -> anyhow::Result<std::collections::HashMap<String, std::sync::Arc<spork::repository::kernel::RepoKernel>>>
-{
-    let mut models = std::collections::HashMap::new();
+) -> anyhow::Result<HashMap<String, Arc<RepoKernel>>> {
+    let mut models = HashMap::new();
     for repo in repositories {
         for (folder, spec) in spork::repository::scan(repo)? {
-            let loaded = spec
-                .map_err(anyhow::Error::from)
-                .and_then(|spec| Ok(spork::repository::kernel::RepoKernel::load(spec, sim)?));
+            let loaded = spec.map_err(anyhow::Error::from).and_then(|spec| Ok(RepoKernel::load(spec, sim)?));
             match loaded {
                 Ok(k) => {
                     eprintln!("model {}: loaded from {}", k.name(), folder.display());
-                    models.entry(k.name().to_string()).or_insert_with(|| std::sync::Arc::new(k));
+                    models.entry(k.name().to_string()).or_insert_with(|| Arc::new(k));
                 }
                 Err(e) => eprintln!("model {}: not loaded: {e:#}", folder.display()),
             }

@@ -146,9 +146,9 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
         verilate_s: rtl.built.took.as_secs_f64(),
     };
     for (label, values, backpressure) in plan {
-        let mut inputs = spec.random_inputs(&values, &mut rng);
+        let inputs = spec.random_inputs(&values, &mut rng);
         let mut want = spec.outputs_for(&values);
-        cpu.run((&names.0, &names.1), &mut inputs, &mut want)
+        cpu.run((&names.0, &names.1), &inputs, &mut want)
             .map_err(|message| CheckError::Cpu { case: label.clone(), message })?;
         let mut got = spec.outputs_for(&values);
         let mut pattern = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(rng.random());

@@ -190,19 +190,29 @@ impl CpuKernel {
     pub fn run(
         &mut self,
         names: (&[CString], &[CString]),
-        inputs: &mut [TensorBuf],
+        inputs: &[TensorBuf],
         outputs: &mut [TensorBuf],
     ) -> Result<(), String> {
-        let raw = |t: &mut TensorBuf, name: &CString| ffi::Tensor {
+        let raw = |t: &TensorBuf, name: &CString, data: *mut c_void| ffi::Tensor {
             name: name.as_ptr(),
             dtype: t.dtype as u32,
             rank: t.shape.len() as u32,
             shape: t.shape.as_ptr(),
             bytes: t.len() as u64,
-            data: t.as_mut_ptr().cast(),
+            data,
         };
-        let ins: Vec<ffi::Tensor> = inputs.iter_mut().zip(names.0).map(|(t, n)| raw(t, n)).collect();
-        let mut outs: Vec<ffi::Tensor> = outputs.iter_mut().zip(names.1).map(|(t, n)| raw(t, n)).collect();
+        // Inputs are the request's own buffers, not copies: the ABI makes them read-only (the
+        // header's contract; a kernel runs in this process and could write anywhere anyway).
+        let ins: Vec<ffi::Tensor> =
+            inputs.iter().zip(names.0).map(|(t, n)| raw(t, n, t.as_ptr().cast_mut().cast())).collect();
+        let mut outs: Vec<ffi::Tensor> = outputs
+            .iter_mut()
+            .zip(names.1)
+            .map(|(t, n)| {
+                let data = t.as_mut_ptr().cast();
+                raw(t, n, data)
+            })
+            .collect();
         let mut err = [0 as c_char; ERR_LEN];
         // SAFETY: every tensor points into a live, aligned, correctly sized buffer borrowed for the
         // call; `err` has ERR_LEN bytes; `state` came from this library's init.

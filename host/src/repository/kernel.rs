@@ -130,6 +130,14 @@ impl RepoKernel {
         self.payload(p.inputs.clone()).map(std::borrow::Cow::Owned)
     }
 
+    /// `p` bound to this model's spec, its inputs moved (not copied) when it has to be bound now.
+    pub fn bind(&self, p: TensorPayload) -> Result<TensorPayload, String> {
+        if p.dims.len() == self.spec.dims.len() && p.outputs.len() == self.spec.outputs.len() {
+            return Ok(p);
+        }
+        self.payload(p.inputs)
+    }
+
     /// The outputs of bound payload `p`, sized, zeroed.
     pub fn outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
         self.spec.outputs_for(&p.dims)
@@ -143,29 +151,41 @@ impl RepoKernel {
             Some(s) => s,
             None => self.cpu.instance().map_err(|e| e.to_string())?,
         };
-        // The kernel reads its inputs through a mutable pointer type; it gets its own copy so a
-        // misbehaving kernel cannot change the request that the RTL or a retry will see.
-        let mut inputs = p.inputs.clone();
         let mut outputs = self.outputs(&p);
-        let result = state.run((&self.names.0, &self.names.1), &mut inputs, &mut outputs);
+        let result = state.run((&self.names.0, &self.names.1), &p.inputs, &mut outputs);
         if let Ok(mut states) = self.states.lock() {
             states.push(state);
         }
         result.map(|()| outputs).map_err(|m| format!("model '{}': {m}", self.spec.name))
     }
 
-    /// A random request of about `items` items: dimensions grown from their minimums until the
-    /// items reach `items` (or every dimension its maximum).
+    /// A random request of about `items` items: dimensions grown from their minimums, the smallest
+    /// first, until the items reach `items` (or every dimension its maximum).
     pub fn random(&self, items: u64, rng: &mut impl Rng) -> TensorPayload {
+        let dims = self.dims_for(items);
+        let inputs = self.spec.random_inputs(&dims, rng);
+        self.payload_of(inputs, dims)
+    }
+
+    /// Dimensions of about `items` items: the smallest growable dimension doubles until one step
+    /// more would pass `items`, then takes the size that reaches it (so requests come close to the
+    /// size asked for, about square where two dimensions count items).
+    pub fn dims_for(&self, items: u64) -> Vec<u64> {
         let spec = &self.spec;
         let mut dims: Vec<u64> = spec.dims.iter().map(|d| d.min).collect();
-        // Double the smallest growable dimension while the request is short of `items`.
         while spec.items(&dims) < items {
             let grow = (0..dims.len()).filter(|&i| dims[i] < spec.dims[i].max).min_by_key(|&i| dims[i]);
             let Some(i) = grow else { break };
-            dims[i] = (dims[i] * 2).min(spec.dims[i].max);
+            let others = (spec.items(&dims) / dims[i].max(1)).max(1);
+            let want = items.div_ceil(others);
+            if want <= dims[i].saturating_mul(2) {
+                dims[i] = want.clamp(spec.dims[i].min, spec.dims[i].max);
+                if spec.items(&dims) >= items || dims[i] == spec.dims[i].max {
+                    continue;
+                }
+            }
+            dims[i] = dims[i].saturating_mul(2).min(spec.dims[i].max);
         }
-        let inputs = spec.random_inputs(&dims, rng);
-        self.payload_of(inputs, dims)
+        dims
     }
 }

@@ -9,11 +9,13 @@
 //!   tensors-to-beats packing.
 //! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
 //! - [`kernel`]: a model ready to serve ([`kernel::RepoKernel`]); [`tensor`]: aligned tensors.
+//! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default.
 
 pub mod check;
 pub mod cpu;
 mod file;
 pub mod kernel;
+pub mod own;
 mod request;
 pub mod rtl;
 pub mod shape;

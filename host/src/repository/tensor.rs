@@ -87,7 +87,12 @@ impl TensorBuf {
         }
     }
 
-    /// The data pointer handed to a kernel (8-byte aligned).
+    /// The data pointer of an input handed to a kernel (8-byte aligned; read-only by the ABI).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.words.as_ptr().cast()
+    }
+
+    /// The data pointer of an output handed to a kernel (8-byte aligned).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.words.as_mut_ptr().cast()
     }

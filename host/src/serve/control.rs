@@ -11,7 +11,6 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::error::ServeError;
-use super::models::Model;
 use super::server::Server;
 use super::{Kernelled, PoolFactory};
 use crate::backend::Board;
@@ -45,9 +44,12 @@ pub struct Measure {
     pub real_board: Option<RealBoardFor>,
 }
 
+/// How a model's real-board backend is made from its spec.
+pub type MakeBoard = dyn Fn(&ModelSpec) -> Result<Board, String> + Send + Sync;
+
 /// Makes a model's real-board backend from its spec (checked before its pool starts).
 #[derive(Clone)]
-pub struct RealBoardFor(pub Arc<dyn Fn(&ModelSpec) -> Result<Board, String> + Send + Sync>);
+pub struct RealBoardFor(pub Arc<MakeBoard>);
 
 impl std::fmt::Debug for RealBoardFor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -251,7 +253,7 @@ impl Control {
             let gone: Vec<String> = server
                 .models()
                 .iter()
-                .filter(|m| matches!(m, Model::Repo(_)) && !folders.contains_key(m.name()))
+                .filter(|m| !folders.contains_key(m.name()))
                 .map(|m| m.name().to_string())
                 .collect();
             for name in gone {

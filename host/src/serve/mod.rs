@@ -29,11 +29,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use spork_golden::Kernel;
-
 use crate::backend::bitstream::Target;
 use crate::backend::{Board, Calibration};
-use crate::datapath::work::{KernelImage, KernelRef, Work};
+use crate::datapath::work::{KernelImage, Work};
 use crate::engine::Oracle;
 use crate::engine::Plan;
 use crate::engine::boards::SharedBoards;
@@ -45,16 +43,19 @@ pub use error::ServeError;
 use models::Model;
 pub use server::{Limits, Server};
 
-/// One kernel's pool as configured: its image, the measured calibration and the platform with it.
+/// One model's pool as configured: the model, its image, the measured calibration and the platform
+/// with it.
 #[derive(Clone, Debug)]
 pub struct Kernelled {
-    /// Its image (the on-chip state every worker is configured with).
+    /// The model it serves.
+    pub model: Model,
+    /// Its image (what every worker is configured with).
     pub image: Arc<KernelImage>,
-    /// The CPU reference's and the board's measured throughput.
+    /// The CPU code's and the board's measured throughput.
     pub calibration: Calibration,
     /// The platform with the measured speedup.
     pub platform: Platform,
-    /// Its FPGA workers when not the server's board (a real board's image is the kernel's own).
+    /// Its FPGA workers when not the server's board (a real board's image is the model's own).
     pub board: Option<Board>,
 }
 
@@ -70,46 +71,42 @@ pub enum SetupError {
     /// The measured platform is out of range.
     #[error("the measured platform is not valid: {0}")]
     Platform(String),
+    /// The model's code or RTL did not load.
+    #[error(transparent)]
+    Load(#[from] crate::repository::kernel::LoadError),
+    /// Spork's own repository could not be written to the cache.
+    #[error(
+        "cannot write Spork's own model repository into the cache: {0}\n  fix: set SPORK_CACHE_DIR to a writable folder"
+    )]
+    Own(String),
 }
 
 impl Kernelled {
-    /// `kernel`'s pool settings: its image (seed 0), the CPU reference timed here and the board's
-    /// manifest (`clock_mhz` overrides its clock), over `platform` (a profile file; default the
-    /// paper's, with the live 1 s FPGA reconfiguration).
-    pub fn measure(
-        kernel: Kernel,
+    /// Model `name` of Spork's own repository (`models/`: sobel, bloom, dense) with its pool
+    /// settings: its CPU code timed here and its board's timing from its model.toml
+    /// (`clock_mhz` overrides the clock), over `platform` (a profile file; default the paper's, with
+    /// the live 1 s FPGA reconfiguration); its RTL verilated too when `sim`.
+    pub fn own(
+        name: &str,
         clock_mhz: Option<f64>,
         platform: Option<&std::path::Path>,
+        sim: bool,
     ) -> Result<Self, SetupError> {
-        Self::measure_on(kernel, Target::Sim, clock_mhz, platform)
+        let dir = crate::repository::own::dir().map_err(|e| SetupError::Own(e.to_string()))?;
+        let spec = crate::repository::spec::load(&dir.join(name))?;
+        let kernel = RepoKernel::load(spec, sim)?;
+        Self::measure_repo(Arc::new(kernel), Target::Sim, clock_mhz, platform)
     }
 
-    /// [`Kernelled::measure`] with the clock from `target`'s manifest (a real board's).
-    pub fn measure_on(
-        kernel: Kernel,
-        target: Target,
-        clock_mhz: Option<f64>,
-        platform: Option<&std::path::Path>,
-    ) -> Result<Self, SetupError> {
-        Self::measure_image(Arc::new(KernelImage::new(kernel, 0)), target, clock_mhz, platform)
-    }
-
-    /// A repository model's pool settings, as [`Kernelled::measure`] (its CPU code timed here).
+    /// A repository model's pool settings (its CPU code timed here, its board's timing from its
+    /// model.toml or `target`'s).
     pub fn measure_repo(
         kernel: Arc<RepoKernel>,
         target: Target,
         clock_mhz: Option<f64>,
         platform: Option<&std::path::Path>,
     ) -> Result<Self, SetupError> {
-        Self::measure_image(Arc::new(KernelImage::repo(kernel)), target, clock_mhz, platform)
-    }
-
-    fn measure_image(
-        image: Arc<KernelImage>,
-        target: Target,
-        clock_mhz: Option<f64>,
-        platform: Option<&std::path::Path>,
-    ) -> Result<Self, SetupError> {
+        let image = Arc::new(KernelImage::repo(kernel.clone()));
         let calibration = Calibration::measure(target, &image, clock_mhz, 200_000)?;
         let base = match platform {
             Some(p) => crate::config::read_platform(p)?,
@@ -117,15 +114,12 @@ impl Kernelled {
         };
         let platform = calibration.apply(base, platform.is_some());
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
-        Ok(Kernelled { image, calibration, platform, board: None })
+        Ok(Kernelled { model: Model(kernel), image, calibration, platform, board: None })
     }
 
     /// The served model it is.
     pub fn model(&self) -> Model {
-        match &self.image.kernel {
-            KernelRef::Builtin(k) => Model::of(*k),
-            KernelRef::Repo(r) => Model::Repo(r.clone()),
-        }
+        self.model.clone()
     }
 }
 
@@ -312,9 +306,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             control.note(name, why.clone());
         }
         for k in &cfg.kernels {
-            if let KernelRef::Repo(r) = &k.image.kernel {
-                control.loaded_from(r.name(), &r.spec.dir);
-            }
+            control.loaded_from(k.model.name(), &k.model.0.spec.dir);
         }
         server.set_control(control.clone());
         if let control::ModelControl::Poll(every) = repo.control {

@@ -113,8 +113,8 @@ pub fn encode(k: &RepoKernel, answer: &Answer) -> Vec<Tensor> {
     out
 }
 
-/// Bytes a request takes decoded: its inputs, and the outputs its shapes give (each input is held
-/// twice while the CPU code runs: the request's copy and the kernel's).
+/// Bytes a request takes decoded: its inputs, and the outputs its shapes give, twice (the kernel's
+/// buffers and the answer's tensors).
 pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
     let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
     let specs: Vec<(&str, &[DimExpr])> =
@@ -135,6 +135,6 @@ pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
             .fold(0, u64::saturating_add),
         Err(_) => 0,
     };
-    let total = inputs.saturating_mul(2).saturating_add(outputs.saturating_mul(2));
+    let total = inputs.saturating_add(outputs.saturating_mul(2));
     usize::try_from(total).unwrap_or(usize::MAX)
 }

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use spork_golden::Kernel;
 use tokio::sync::oneshot;
 
 use crate::backend::Board;
@@ -118,15 +117,13 @@ pub fn lost(id: u64, why: String) -> pb::JobResult {
 pub struct Offer {
     /// CPU slots.
     pub cpu: u32,
-    /// FPGA slots, and each kernel's board (a real board's image is the kernel's own).
+    /// FPGA slots, and each model's board by its name (a real board's image is the model's own).
     pub fpga: u32,
     /// See `fpga`.
-    pub boards: HashMap<Kernel, Board>,
-    /// Repository models this host serves, by name, and the board their FPGA slots run on (the
-    /// simulated or the emulated one).
+    pub boards: HashMap<String, Board>,
+    /// The models this host serves, by name: Spork's own repository's and those of the repositories
+    /// it was given.
     pub models: HashMap<String, Arc<RepoKernel>>,
-    /// See `models`.
-    pub model_board: Option<Board>,
     /// Worker specs (their modelled power).
     pub platform: Platform,
     /// Leases of a scheduler silent this long are freed.
@@ -202,7 +199,7 @@ impl Slots {
             Ok(pb::SlotKind::Fpga) => Kind::Fpga,
             _ => return Err(LeaseError::Invalid(format!("slot kind {} is neither CPU nor FPGA", req.kind))),
         };
-        let (image, fpga_board) = self.image(&req.kernel, req.image_seed)?;
+        let (image, fpga_board) = self.image(&req.kernel)?;
         let calibration = Calibration {
             items_per_sec: req.items_per_sec,
             clock_hz: req.clock_hz,
@@ -238,25 +235,20 @@ impl Slots {
         }
     }
 
-    /// The image a lease of kernel `name` runs (a built-in kernel, or one of the host's repository
-    /// models) and the board its FPGA slots use (an error if this host has none for it).
-    fn image(&self, name: &str, seed: u64) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
-        if let Some(kernel) = Kernel::from_name(name) {
-            let board = self.offer.boards.get(&kernel).cloned().ok_or_else(|| {
-                LeaseError::Invalid(format!("this host has no image for {kernel} (fix: start it with --xclbin {kernel}=FILE or --agfi {kernel}=AGFI)"))
-            });
-            return Ok((KernelImage::new(kernel, seed), board));
-        }
+    /// The image a lease of model `name` runs and the board its FPGA slots use (an error if this
+    /// host has none for it).
+    fn image(&self, name: &str) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
         let model = self.offer.models.get(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
             LeaseError::Invalid(format!(
-                "unknown kernel '{shown}': not sobel, bloom or dense, nor a model of this host's repositories \
+                "unknown model '{shown}': not a model of this host's repositories \
                  (fix: start the worker with --model-repository DIR holding it)"
             ))
         })?;
-        let board = self.offer.model_board.clone().ok_or_else(|| {
+        let board = self.offer.boards.get(name).cloned().ok_or_else(|| {
             LeaseError::Invalid(format!(
-                "this host's boards run no repository model ({name}): use --board sim or model"
+                "this host has no board image for {name} (fix: start it with --xclbin {name}=FILE or --agfi \
+                 {name}=AGFI, or give the model an [fpga.alveo] / [fpga.f1] image)"
             ))
         });
         Ok((KernelImage::repo(model.clone()), board))
@@ -277,7 +269,8 @@ impl Slots {
         let shared =
             Arc::new(Shared { record: Mutex::new(Record::default()), power: Mutex::new(backend.power()) });
         let lease = Arc::new(Lease { session, kind, jobs, shared: shared.clone() });
-        let slot = SlotJobs { slots: self.clone(), lease: shared, ready: Some(ready_tx) };
+        let model = image.kernel.repo().cloned();
+        let slot = SlotJobs { slots: self.clone(), lease: shared, ready: Some(ready_tx), model };
         run_worker(format!("spork-slot-{}", kind.name()), backend, Arc::new(image), slot, queue)
             .map_err(|e| LeaseError::Invalid(format!("cannot start a slot thread: {e}")))?;
         let (configured, reference, power) = ready
@@ -360,6 +353,9 @@ struct SlotJobs {
     lease: Arc<Shared>,
     /// Told how configuring went (once).
     ready: Option<std::sync::mpsc::Sender<Ready>>,
+    /// The repository model the slot runs: a job's tensors are bound to its spec on arrival (so
+    /// its items, and the board's time, are this host's own reading, not the scheduler's).
+    model: Option<Arc<RepoKernel>>,
 }
 
 impl Jobs for SlotJobs {
@@ -376,6 +372,21 @@ impl Jobs for SlotJobs {
 
     fn run(&mut self, backend: &mut dyn Backend, (id, payload): Job) {
         self.slots.runs.fetch_add(1, Ordering::Relaxed);
+        let payload = match (payload, &self.model) {
+            (Payload::Tensors(t), Some(model)) => match model.bind(t) {
+                Ok(t) => Payload::Tensors(t),
+                Err(why) => {
+                    let r = pb::JobResult {
+                        id,
+                        result: Some(pb::job_result::Result::KernelError(why)),
+                        ..Default::default()
+                    };
+                    self.lease.finish(r);
+                    return;
+                }
+            },
+            (p, _) => p,
+        };
         let done = run_guarded(backend, &payload);
         let power = backend.power();
         *self.lease.power.lock().unwrap_or_else(PoisonError::into_inner) = power;
