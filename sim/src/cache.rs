@@ -51,7 +51,7 @@ pub fn verilated(design: &Design) -> Result<Built, SimError> {
     }
     // Build beside the final place, then rename: a reader never sees half a model, and of two
     // processes building the same key, one rename wins and the other's copy is dropped.
-    let scratch = root.join(format!("{key}.tmp-{}-{}", std::process::id(), nanos()));
+    let scratch = root.join(format!("{key}.tmp-{}", scratch_suffix()));
     std::fs::create_dir_all(&scratch).map_err(|e| io(&scratch, e))?;
     let built = verilate::build(&tools, design, &scratch, &runtime);
     if let Err(e) = built {
@@ -80,7 +80,7 @@ fn runtime(tools: &Toolchain) -> Result<PathBuf, SimError> {
     if lib.is_file() {
         return Ok(lib);
     }
-    let scratch = dir.with_extension(format!("tmp-{}-{}", std::process::id(), nanos()));
+    let scratch = dir.with_extension(format!("tmp-{}", scratch_suffix()));
     std::fs::create_dir_all(&scratch).map_err(|e| io(&scratch, e))?;
     tools.build_runtime(&scratch)?;
     if std::fs::rename(&scratch, &dir).is_err() {
@@ -116,8 +116,12 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn nanos() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+/// A name no other build, in this process or another, is using for its scratch folder: the
+/// process id and a per-process counter (threads of one process build at once too).
+pub fn scratch_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
 }
 
 fn io(path: &Path, error: std::io::Error) -> SimError {

@@ -290,7 +290,7 @@ fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiE
     if lib.is_file() {
         return Ok(lib);
     }
-    let scratch = root.join(format!("{key}.tmp-{}", std::process::id()));
+    let scratch = root.join(format!("{key}.tmp-{}", spork_sim::cache::scratch_suffix()));
     let io = |e: std::io::Error| AbiError::Io(format!("{}: {e}", scratch.display()));
     std::fs::create_dir_all(scratch.join("include")).map_err(io)?;
     std::fs::write(scratch.join("include/spork_kernel.h"), HEADER).map_err(io)?;

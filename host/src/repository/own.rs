@@ -29,8 +29,7 @@ pub fn dir() -> std::io::Result<PathBuf> {
     if done.is_dir() {
         return Ok(done);
     }
-    let scratch = root.join(format!("scratch-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = root.join(format!("scratch-{}", spork_sim::cache::scratch_suffix()));
     std::fs::create_dir_all(&scratch)?;
     MODELS.extract(&scratch)?;
     if std::fs::rename(&scratch, &done).is_err() {
