@@ -14,8 +14,12 @@ usage() {
     cat <<EOF
 usage: $PROG --kernel sobel|bloom|dense --platform NAME|XPFM [--target hw|hw_emu]
                        [--out DIR] [--clock MHZ] [--part PART] [--dry-run]
+       $PROG --package DIR --platform NAME|XPFM [...]
 
   --kernel     the design to build
+  --package    a repository model's Vitis kernel, as \`spork kernel package MODEL --out DIR\` wrote it
+               (DIR/<top>_vitis.v and DIR/sources.txt); its image needs no manifest (the model's
+               [fpga.alveo] names the xclbin)
   --platform   Vitis platform name (e.g. xilinx_u250_gen3x16_xdma_4_1_202210_1) or .xpfm path
   --target     hw (default) or hw_emu
   --out        build directory (default: build/vitis/<kernel>.<target>)
@@ -89,10 +93,11 @@ toml_str() {
     printf '"%s"' "$s"
 }
 
-kernel="" platform="" target=hw out="" clock=300 part=auto dry_run=0
+kernel="" package="" platform="" target=hw out="" clock=300 part=auto dry_run=0
 while (($#)); do
     case $1 in
         --kernel) need_value "$@"; kernel=$2; shift 2 ;;
+        --package) need_value "$@"; package=$2; shift 2 ;;
         --platform) need_value "$@"; platform=$2; shift 2 ;;
         --target) need_value "$@"; target=$2; shift 2 ;;
         --out) need_value "$@"; out=$2; shift 2 ;;
@@ -104,13 +109,29 @@ while (($#)); do
     esac
 done
 
-case $kernel in
-    sobel) item="pixel" ;;
-    bloom) item="term" ;;
-    dense) item="input element" ;;
-    "") die "--kernel is required (sobel, bloom or dense)" ;;
-    *) die "unknown kernel '$kernel' (sobel, bloom or dense)" ;;
-esac
+# A repository model's package: its top and every Verilog file, from what `spork kernel package` wrote.
+sources=()
+if [[ -n $package ]]; then
+    [[ -z $kernel ]] || die "give --kernel or --package, not both"
+    tops=("$package"/*_vitis.v)
+    [[ ${#tops[@]} -eq 1 && -f ${tops[0]} ]] \
+        || die "$package holds no single <top>_vitis.v: run \`spork kernel package MODEL --out $package\` first"
+    [[ -f $package/sources.txt ]] || die "$package/sources.txt is missing: run \`spork kernel package\` again"
+    mapfile -t sources <"$package/sources.txt"
+    top=$(basename "${tops[0]}" .v)
+    kernel=${top%_vitis}
+    item="item"
+else
+    case $kernel in
+        sobel) item="pixel" ;;
+        bloom) item="term" ;;
+        dense) item="input element" ;;
+        "") die "--kernel or --package is required (sobel, bloom or dense; or a packaged model)" ;;
+        *) die "unknown kernel '$kernel' (sobel, bloom or dense)" ;;
+    esac
+    top="${kernel}_axis"
+    sources=("$VITIS/$top.v" "$ROOT/bitstreams/sim/$kernel.v")
+fi
 [[ -n $platform ]] || die "--platform is required (a platform name or .xpfm path)"
 [[ $target == hw || $target == hw_emu ]] || die "--target must be hw or hw_emu, not '$target'"
 # v++ takes the kernel clock as whole MHz.
@@ -120,12 +141,10 @@ esac
 if [[ ($platform == */* || $platform == *.xpfm) && $platform != /* ]]; then
     platform="$PWD/$platform"
 fi
-top="${kernel}_axis"
 out=${out:-$ROOT/build/vitis/$kernel.$target}
 [[ $out == /* ]] || out="$PWD/$out"
 xclbin="$kernel.$target.xclbin"
-kernel_v="$ROOT/bitstreams/sim/$kernel.v"
-wrapper_v="$VITIS/$top.v"
+kernel_v=${sources[-1]}
 # The AWS F1 shell's xclbin is not an Alveo image: build-afi.sh turns it into an AFI.
 f1=0
 [[ $platform == *aws-vu9p-f1* ]] && f1=1
@@ -138,7 +157,7 @@ if ((!dry_run)); then
         command -v platforminfo >/dev/null || [[ -x ${XILINX_VITIS:-/nonexistent}/bin/platforminfo ]] \
             || die "'platforminfo' (part of Vitis) not found: source the Vitis settings64.sh, or pass --part"
     fi
-    for f in "$kernel_v" "$wrapper_v" "$VITIS/package_kernel.tcl" "$VITIS/mm2s.cpp" "$VITIS/s2mm.cpp" "$VITIS/link.cfg.in"; do
+    for f in "${sources[@]}" "$VITIS/package_kernel.tcl" "$VITIS/mm2s.cpp" "$VITIS/s2mm.cpp" "$VITIS/link.cfg.in"; do
         [[ -f $f ]] || die "input file missing: $f"
     done
 fi
@@ -148,7 +167,7 @@ run mkdir -p "$out/logs" "$out/reports"
 # 1. The RTL kernel: wrapper + generated Verilog -> <out>/<kernel>_axis.xo.
 run_in "$out" vivado -mode batch -notrace -nojournal -log "$out/logs/package_$top.log" \
     -source "$VITIS/package_kernel.tcl" \
-    -tclargs "$top" "$out/$top.xo" "$part" "$platform" "$wrapper_v" "$kernel_v"
+    -tclargs "$top" "$out/$top.xo" "$part" "$platform" "${sources[@]}"
 
 # 2. The HLS data movers.
 for mover in mm2s s2mm; do
@@ -164,8 +183,11 @@ link=(v++ -l -t "$target" --platform "$platform" --config "$out/link.cfg" --kern
     -o "$out/$xclbin" "$out/$top.xo" "$out/mm2s.xo" "$out/s2mm.xo")
 run_in "$out" "${link[@]}"
 
-# An emulation xclbin is not an image a worker can load: no manifest, nothing to install.
-if [[ $target != hw ]]; then
+# An emulation xclbin is not an image a worker can load: no manifest, nothing to install. A
+# repository model's image is named by its model.toml ([fpga.alveo] xclbin), which times it by its
+# [fpga.model]: no manifest either.
+if [[ $target != hw || -n $package ]]; then
+    [[ -z $package ]] || echo "# then: give the model [fpga.alveo] xclbin = \"$out/$xclbin\" (or --xclbin MODEL=FILE)"
     exit 0
 fi
 

@@ -301,3 +301,81 @@ fn spork_s_own_repository_answers_exactly_as_the_built_in_kernels_on_cpu_and_rtl
         }
     }
 }
+
+/// `spork kernel package`: the generated Vitis top, verilated with the model's own RTL and driven as
+/// Spork's data movers drive the card (64-bit words: each request's scalars first, then its beats,
+/// TLAST by the model's rule), answers every request as the model's C code does. sobel has a scalar
+/// (its width, re-armed after each request's TLAST); satadd has none and ends rows with TLAST.
+#[test]
+fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code() {
+    use rand::SeedableRng;
+    use spork::repository::kernel::RepoKernel;
+    use spork::repository::spec::Last;
+    use spork_sim::axis::{Axis, AxisPorts, Beat};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(7);
+    for dir in [models.join("sobel"), fixture("satadd")] {
+        let out = tmp.path().join(dir.file_name().expect("a name"));
+        let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["kernel", "package"])
+            .arg(&dir)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .expect("spork runs");
+        assert!(o.status.success(), "{}", text(&o));
+        let spec = spec::load(&dir).expect("loads");
+        let sim = spec.sim.clone().expect("RTL");
+        let sources: Vec<PathBuf> = std::fs::read_to_string(out.join("sources.txt"))
+            .expect("sources.txt")
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert!(sources.iter().all(|s| s.is_absolute() && s.is_file()), "{sources:?}");
+        let design = spork_sim::verilate::Design {
+            name: format!("{}_vitis", spec.name),
+            top: format!("{}_vitis", sim.top),
+            sources,
+            dir: out.clone(),
+            waivers: None,
+            strict: false,
+        };
+        let built = spork_sim::cache::verilated(&design).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
+        let model = spork_sim::Model::load_path(&built.library).expect("loads");
+        let mut axis = Axis::new(&model, &AxisPorts::default()).expect("the card's stream ports");
+        assert_eq!(axis.widths, (64, 64));
+        let repo = RepoKernel::load(spec.clone(), false).expect("its C code builds");
+        // Three requests back to back on one instance: the header re-arms after each.
+        for items in [60, 700, 2000] {
+            let p = repo.random(items, &mut rng);
+            let want = repo.reference(&p).expect("the C code runs");
+            let mut words: Vec<Beat> =
+                sim.scalars.iter().map(|&d| Beat { data: p.dims[d], last: false }).collect();
+            let mut data = spork::repository::stream::beats(&p.inputs, sim.last);
+            if let (Last::Request, Some(b)) = (sim.last, data.last_mut()) {
+                b.last = true;
+            }
+            words.extend(data);
+            let mut got = repo.outputs(&p);
+            let expected = spork::repository::stream::expected(&got);
+            let streamed = axis.run(&[], &words, expected, |c| c % 3 != 0).expect("streams");
+            spork::repository::stream::unpack(&streamed.beats, &mut got);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.bytes(), w.bytes(), "{}: {items} items", spec.name);
+            }
+        }
+    }
+    // Scalars with row TLAST cannot be packaged: the request's end would be unmarked.
+    let rows = tmp.path().join("rows");
+    copy_model(&models.join("sobel"), &rows);
+    let toml = std::fs::read_to_string(rows.join("model.toml")).expect("read");
+    std::fs::write(rows.join("model.toml"), toml.replace("last = \"request\"", "last = \"row\""))
+        .expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "package"])
+        .arg(&rows)
+        .output()
+        .expect("runs");
+    assert!(!o.status.success() && text(&o).contains("last = \"request\""), "{}", text(&o));
+}

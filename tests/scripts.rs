@@ -65,6 +65,45 @@ fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
     assert!(!ok && out.contains("fft"), "a bad kernel is refused: {out}");
 }
 
+/// A repository model's Vitis kernel (`spork kernel package`) goes through the same flow: its
+/// generated top and every one of its Verilog files are what Vivado packages, and no manifest is
+/// written (the model's model.toml names its image).
+#[test]
+fn a_packaged_model_builds_through_the_same_flow() {
+    let r = root();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pkg = tmp.path().join("pkg");
+    let (ok, out) = run(Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "package"])
+        .arg(r.join("models/sobel"))
+        .arg("--out")
+        .arg(&pkg));
+    assert!(ok, "{out}");
+    let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).arg("--package").arg(&pkg).args([
+        "--platform",
+        "xilinx_u250_gen3x16_xdma_4_1_202210_1",
+        "--dry-run",
+    ]));
+    assert!(ok, "{out}");
+    for needle in
+        ["package_kernel.tcl", "sobel_stream_vitis", "sobel_stream.v", "-k mm2s", "v++ -l", "[fpga.alveo]"]
+    {
+        assert!(out.contains(needle), "missing {needle}:\n{out}");
+    }
+    assert!(
+        !out.contains("write") || !out.contains("source_sha256"),
+        "no manifest for a packaged model:\n{out}"
+    );
+    let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
+        "--package",
+        "/nonexistent",
+        "--platform",
+        "p",
+        "--dry-run",
+    ]));
+    assert!(!ok && out.contains("spork kernel package"), "a missing package names the fix: {out}");
+}
+
 #[test]
 fn stream_wrappers_lint_clean_and_pass_the_smoke_test() {
     let r = root();

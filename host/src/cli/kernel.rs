@@ -57,6 +57,15 @@ pub enum Command {
         /// The model folder.
         dir: PathBuf,
     },
+    /// Write the RTL as a Vitis kernel: `<top>_vitis.v` (64-bit streams, the scalars taken from each
+    /// request's first words) and `sources.txt` (every Verilog file, for scripts/build-xclbin.sh).
+    Package {
+        /// The model folder.
+        dir: PathBuf,
+        /// Where to write them [default: DIR/vitis].
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 /// Runs a `spork kernel` subcommand.
@@ -67,6 +76,7 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
         Command::Synth { dir, clock_mhz } => synth(&dir, clock_mhz),
         Command::Lint { dir } => lint(&dir),
         Command::Build { dir } => build(&dir),
+        Command::Package { dir, out } => package(&dir, out),
     }
 }
 
@@ -212,5 +222,29 @@ fn build(dir: &Path) -> anyhow::Result<()> {
             rtl.built.library.display()
         );
     }
+    Ok(())
+}
+
+fn package(dir: &Path, out: Option<PathBuf>) -> anyhow::Result<()> {
+    let spec = load(dir)?;
+    let sim = spec.sim.as_ref().with_context(|| format!("{} has no [fpga.sim] to package", spec.name))?;
+    // The design's own port widths, from its verilated model.
+    let rtl = Rtl::load(&spec, sim)?;
+    let width = |name: &str| rtl.model.ports().iter().find(|p| p.name == name).map_or(64, |p| p.width);
+    let text = spork::repository::vitis::top(&spec, width)?;
+    let out = out.unwrap_or_else(|| spec.dir.join("vitis"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let top = out.join(format!("{}_vitis.v", sim.top));
+    std::fs::write(&top, text).with_context(|| format!("writing {}", top.display()))?;
+    let absolute = |p: &Path| std::fs::canonicalize(spec.dir.join(p)).unwrap_or_else(|_| spec.dir.join(p));
+    let mut sources: Vec<String> = sim.sources.iter().map(|p| absolute(p).display().to_string()).collect();
+    sources.push(absolute(&top).display().to_string());
+    std::fs::write(out.join("sources.txt"), sources.join("\n") + "\n")
+        .with_context(|| format!("writing {}", out.join("sources.txt").display()))?;
+    out!("{}: Vitis kernel {}_vitis written to {} (with sources.txt)", spec.name, sim.top, out.display());
+    out!(
+        "  then, where Vitis is installed: scripts/build-xclbin.sh --package {} --platform NAME",
+        out.display()
+    );
     Ok(())
 }

@@ -9,7 +9,8 @@
 //!   tensors-to-beats packing.
 //! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
 //! - [`kernel`]: a model ready to serve ([`kernel::RepoKernel`]); [`tensor`]: aligned tensors.
-//! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default.
+//! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default; [`vitis`]: a
+//!   model's RTL as a Vitis kernel (`spork kernel package`).
 
 pub mod check;
 pub mod cpu;
@@ -22,6 +23,7 @@ pub mod shape;
 pub mod spec;
 pub mod stream;
 pub mod tensor;
+pub mod vitis;
 
 use std::path::{Path, PathBuf};
 
