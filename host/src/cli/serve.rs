@@ -632,6 +632,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_model_outside_spork_s_own_repository_is_refused_naming_the_fix() {
+        let err = own_models(Some(vec!["sobol".into()]), false).unwrap_err().to_string();
+        assert!(err.contains("'sobol' is not a model of Spork's own repository"), "{err}");
+        assert!(err.contains("--model-repository DIR"), "{err}");
+        assert!(
+            own_models(None, true).expect("no error").is_none(),
+            "another repository alone: none of ours"
+        );
+    }
+
+    #[test]
     fn the_kubernetes_serve_config_is_one_this_server_reads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/base/serve.toml");
         let file = read_file(&path).expect("deploy/base/serve.toml parses with serve's own reader");
