@@ -1,6 +1,8 @@
-//! Builds the simulated board's models: each Verilog design under `bitstreams/sim/` is verilated and
-//! compiled (as ONE translation unit, optimised) into its own shared library, loadable and
-//! unloadable at run time the way a board is reconfigured. The Verilator runtime is compiled once
+//! Builds the simulated board's models: each Verilog design under `bitstreams/sim/`, and each
+//! kernel inside its Vitis stream wrapper (`scripts/vitis/<kernel>_axis.v`, the RTL a real board
+//! runs and the one the simulated board serves requests with), is verilated and compiled (as ONE
+//! translation unit, optimised) into its own shared library, loadable and unloadable at run time the
+//! way a board is reconfigured. The Verilator runtime is compiled once
 //! into `libspork_verilated.so`, which every model links against. A model repository's RTL goes
 //! through the same code (`src/verilate.rs`) at run time.
 
@@ -13,6 +15,9 @@ use std::path::PathBuf;
 mod verilate;
 
 const DESIGNS: [&str; 4] = ["sobel", "bloom", "dense", "dispatch"];
+
+/// The kernels with a Vitis stream wrapper, built as `<kernel>_axis`.
+const WRAPPED: [&str; 3] = ["sobel", "bloom", "dense"];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -33,13 +38,28 @@ fn main() {
             top: name.into(),
             sources: vec![source.clone()],
             dir: rtl.clone(),
-            waivers: Some(rtl.join("lint.vlt")),
+            waivers: vec![rtl.join("lint.vlt")],
             strict: true,
         };
         verilate::build(&tools, &design, &out, &runtime).unwrap_or_else(|e| fail(&e));
         // Keep the exact source beside the model, so tools can tell which Verilog it was built from.
         fs::copy(&source, out.join(name).join("source.v"))
             .unwrap_or_else(|e| fail(&format!("cannot copy {}: {e}", source.display())));
+    }
+    let vitis = manifest.join("../scripts/vitis");
+    println!("cargo:rerun-if-changed={}", vitis.join("lint.vlt").display());
+    for kernel in WRAPPED {
+        let wrapper = vitis.join(format!("{kernel}_axis.v"));
+        println!("cargo:rerun-if-changed={}", wrapper.display());
+        let design = verilate::Design {
+            name: format!("{kernel}_axis"),
+            top: format!("{kernel}_axis"),
+            sources: vec![wrapper, rtl.join(format!("{kernel}.v"))],
+            dir: vitis.clone(),
+            waivers: vec![rtl.join("lint.vlt"), vitis.join("lint.vlt")],
+            strict: true,
+        };
+        verilate::build(&tools, &design, &out, &runtime).unwrap_or_else(|e| fail(&e));
     }
     println!("cargo:rustc-env=SPORK_SIM_BUILT_MODELS={}", out.display());
 }

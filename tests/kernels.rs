@@ -338,7 +338,7 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
             top: format!("{}_vitis", sim.top),
             sources,
             dir: out.clone(),
-            waivers: None,
+            waivers: Vec::new(),
             strict: false,
         };
         let built = spork_sim::cache::verilated(&design).unwrap_or_else(|e| panic!("{}: {e}", spec.name));

@@ -29,10 +29,13 @@ pub const PES: usize = 8;
 ///
 /// * [`clock`](Self::clock) Every register, the cycle counter and the queue run on its rising edge.
 /// * [`cfg_we`](Self::cfg_we) Configures element [`cfg_pe`](Self::cfg_pe) with
-///   [`cfg_kernel`](Self::cfg_kernel) and [`cfg_enable`](Self::cfg_enable) on the rising edge.
+///   [`cfg_kernel`](Self::cfg_kernel), [`cfg_enable`](Self::cfg_enable) and
+///   [`cfg_busy`](Self::cfg_busy) on the rising edge.
 /// * [`cfg_pe`](Self::cfg_pe) 3-bit index (0..=7) of the element configured.
 /// * [`cfg_kernel`](Self::cfg_kernel) 2-bit kernel code (`Kernel::code`) the element holds.
 /// * [`cfg_enable`](Self::cfg_enable) Whether the element takes new requests.
+/// * [`cfg_busy`](Self::cfg_busy) 48-bit cycle the element's queue drains (its `busy_until`), as the
+///   host books it; a grant to the same element on the same edge wins.
 /// * [`hold`](Self::hold) No pop this cycle; the head waits.
 /// * [`push`](Self::push) Pushes the descriptor on the `req_*` ports; dropped while `full` is high.
 /// * [`req_id`](Self::req_id) 16-bit request id, echoed on the decision.
@@ -65,11 +68,11 @@ pub const PES: usize = 8;
 ///
 /// * `full` gives no error: a push while it is high is lost, even when a pop frees a slot that cycle.
 ///   The host must check `full` in the cycle it pushes.
-/// * Configuration takes effect on the edge: a pop in the same cycle still sees the old kernel and
-///   enable. Reconfiguring or disabling an element keeps its `busy_until`, so work already granted
-///   to it still delays later grants to it.
-/// * `busy_until` is only ever the booked estimate: the engine never learns when work really
-///   finishes, so an overrunning request is invisible to later grants.
+/// * Configuration takes effect on the edge: a pop in the same cycle still sees the old kernel,
+///   enable and `busy_until`. A configuration writes all three: a host that only changes the kernel
+///   writes back the `busy_until` it last saw granted.
+/// * Between configurations `busy_until` is the booked estimate: the engine learns that work really
+///   finished later (or was booked elsewhere) only when the host writes it.
 /// * Time wraps at 2^48 cycles (3.2 days at 1 GHz): a finish past the wrap compares as early.
 #[derive(LogicBlock, Default)]
 pub struct Dispatch {
@@ -83,6 +86,8 @@ pub struct Dispatch {
     pub cfg_kernel: Signal<In, Bits<2>>,
     /// Whether the configured element takes new requests.
     pub cfg_enable: Signal<In, Bit>,
+    /// The configured element's `busy_until` (the host's booking), in `now`'s cycles.
+    pub cfg_busy: Signal<In, Bits<48>>,
     /// Holds the queue: no pops while high (the host pauses dispatch, e.g. while it reconfigures).
     pub hold: Signal<In, Bit>,
     /// Pushes the `req_*` descriptor; dropped while `full` (the host must wait).
@@ -170,6 +175,7 @@ impl Logic for Dispatch {
             if self.cfg_we.val() & (self.cfg_pe.val().index() == i) {
                 self.pe_kernel[i].d.next = self.cfg_kernel.val();
                 self.pe_enabled[i].d.next = self.cfg_enable.val();
+                self.busy[i].d.next = self.cfg_busy.val();
             }
             self.start[i].next = self.cycle.q.val();
             if self.busy[i].q.val() > self.cycle.q.val() {

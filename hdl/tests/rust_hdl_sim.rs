@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use rust_hdl::prelude::*;
-use spork_golden::dispatch::{Decision, Descriptor, Engine, Inputs, Outputs};
+use spork_golden::dispatch::{Config, Decision, Descriptor, Engine, Inputs, Outputs};
 use spork_golden::inputs;
 use spork_hdl::dispatch::Dispatch;
 use spork_hdl::kernels::{Bloom, Dense, Sobel};
@@ -177,7 +177,13 @@ fn dispatch_engine_agrees_with_its_golden_model_cycle_by_cycle() {
     for c in 0..20_000u64 {
         let mut i = Inputs { hold: (c / 40) % 4 == 3, ..Inputs::default() };
         if c < 8 || rng.random_range(0..200) == 0 {
-            i.configure = Some(((c % 8) as u8, rng.random_range(0..3), rng.random_range(0..5) != 0));
+            // The host's booking: sometimes behind the engine's clock, sometimes ahead of it.
+            i.configure = Some(Config {
+                pe: (c % 8) as u8,
+                kernel: rng.random_range(0..3),
+                enabled: rng.random_range(0..5) != 0,
+                busy_until: golden.now().saturating_sub(50) + rng.random_range(0..200),
+            });
         } else if rng.random_range(0..10) < 7 {
             let est = rng.random_range(1..60);
             let deadline = golden.now() + u64::from(est) + rng.random_range(0..120);
@@ -210,12 +216,12 @@ fn dispatch_engine_agrees_with_its_golden_model_cycle_by_cycle() {
                 full: x.full.val(),
                 decision,
             });
-            let (we, pe, kernel, enable) =
-                i.configure.map_or((false, 0, 0, false), |(p, k, e)| (true, p, k, e));
-            x.cfg_we.next = we;
-            x.cfg_pe.next = u64::from(pe).to_bits();
-            x.cfg_kernel.next = u64::from(kernel).to_bits();
-            x.cfg_enable.next = enable;
+            let c = i.configure.unwrap_or_default();
+            x.cfg_we.next = i.configure.is_some();
+            x.cfg_pe.next = u64::from(c.pe).to_bits();
+            x.cfg_kernel.next = u64::from(c.kernel).to_bits();
+            x.cfg_enable.next = c.enabled;
+            x.cfg_busy.next = c.busy_until.to_bits();
             x.hold.next = i.hold;
             let d = i.push.unwrap_or(Descriptor { id: 0, kernel: 0, est: 0, deadline: 0 });
             x.push.next = i.push.is_some();

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 use spork_golden::inputs;
 use spork_sim::Model;
-use spork_sim::kernels::{Bloom, Dense, Sobel};
+use spork_sim::cores::{Bloom, Dense, Sobel};
 use spork_sim::measure::standard_workload;
 
 fn verilated(c: &mut Criterion) {

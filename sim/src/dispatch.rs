@@ -11,6 +11,7 @@ pub struct Dispatch {
     cfg_pe: Port,
     cfg_kernel: Port,
     cfg_enable: Port,
+    cfg_busy: Port,
     hold: Port,
     push: Port,
     req_id: Port,
@@ -35,6 +36,7 @@ impl Dispatch {
             cfg_pe: model.input("cfg_pe")?,
             cfg_kernel: model.input("cfg_kernel")?,
             cfg_enable: model.input("cfg_enable")?,
+            cfg_busy: model.input("cfg_busy")?,
             hold: model.input("hold")?,
             push: model.input("push")?,
             req_id: model.input("req_id")?,
@@ -70,14 +72,12 @@ impl Dispatch {
             None
         };
         let shown = Outputs { now: i.get(self.now), full: i.get(self.full) == 1, decision };
-        let (we, pe, kernel, enable) = match inputs.configure {
-            Some((pe, kernel, enable)) => (1, pe, kernel, enable),
-            None => (0, 0, 0, false),
-        };
-        i.set(self.cfg_we, we);
-        i.set(self.cfg_pe, u64::from(pe));
-        i.set(self.cfg_kernel, u64::from(kernel));
-        i.set(self.cfg_enable, u64::from(enable));
+        let c = inputs.configure.unwrap_or_default();
+        i.set(self.cfg_we, u64::from(inputs.configure.is_some()));
+        i.set(self.cfg_pe, u64::from(c.pe));
+        i.set(self.cfg_kernel, u64::from(c.kernel));
+        i.set(self.cfg_enable, u64::from(c.enabled));
+        i.set(self.cfg_busy, c.busy_until);
         let d = inputs.push.unwrap_or(Descriptor { id: 0, kernel: 0, est: 0, deadline: 0 });
         i.set(self.hold, u64::from(inputs.hold));
         i.set(self.push, u64::from(inputs.push.is_some()));

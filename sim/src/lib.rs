@@ -2,15 +2,16 @@
 //! unloaded at run time (the simulated reconfiguration), driven from Rust through a safe API.
 //!
 //! [`Model`] is one loaded design with its port table; [`Instance`] is one running copy with its
-//! own Verilator context (instances may live on different threads). The drivers in [`kernels`] and
-//! [`dispatch`] stream real inputs through the RTL and return what it computed with the cycles it
-//! took, in the shapes of `spork_golden`'s software references. Any other design with AXI4-Stream
-//! ports runs through the generic driver in [`axis`], verilated at run time by [`cache`].
+//! own Verilator context (instances may live on different threads). Requests reach every kernel, Spork's
+//! (inside its Vitis stream wrapper, `<kernel>_axis`) and a model repository's alike, through the
+//! generic AXI4-Stream driver in [`axis`]; a repository's RTL is verilated at run time by [`cache`].
+//! The core-level drivers in [`cores`] (and [`dispatch`]'s) drive a bare core's ports, to measure
+//! its throughput and check it against `spork_golden`'s software references.
 
 pub mod axis;
 pub mod cache;
+pub mod cores;
 pub mod dispatch;
-pub mod kernels;
 pub mod measure;
 mod model;
 pub mod verilate;

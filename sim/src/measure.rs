@@ -3,10 +3,10 @@
 
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
-use spork_golden::dispatch::{Descriptor, Inputs};
+use spork_golden::dispatch::{Config, Descriptor, Inputs};
 use spork_golden::inputs;
 
-use crate::kernels::{Bloom, Dense, Sobel};
+use crate::cores::{Bloom, Dense, Sobel};
 use crate::{Model, SimError};
 
 /// Items streamed and the cycles they took.
@@ -63,7 +63,8 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
         "dispatch" => {
             let mut d = crate::dispatch::Dispatch::new(model)?;
             for pe in 0..8 {
-                d.cycle(&Inputs { configure: Some((pe, pe % 3, true)), ..Inputs::default() });
+                let configure = Some(Config { pe, kernel: pe % 3, enabled: true, busy_until: 0 });
+                d.cycle(&Inputs { configure, ..Inputs::default() });
             }
             let n = 4096 * scale as u64;
             let (mut pushed, mut decided, mut cycles) = (0u64, 0u64, 0u64);

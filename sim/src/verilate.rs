@@ -121,8 +121,8 @@ pub struct Design {
     pub sources: Vec<PathBuf>,
     /// Where Verilator runs, so its messages name the sources as the user wrote them.
     pub dir: PathBuf,
-    /// A Verilator configuration file of waivers.
-    pub waivers: Option<PathBuf>,
+    /// Verilator configuration files of waivers.
+    pub waivers: Vec<PathBuf>,
     /// Warnings fail the build (Spork's own RTL); otherwise they are left to `spork kernel lint`.
     pub strict: bool,
 }
@@ -141,10 +141,8 @@ pub fn build(
     let prefix = format!("V{}", ident(&design.name));
     let mut verilate = Command::new("verilator");
     verilate.current_dir(&design.dir).arg("--cc");
-    if let Some(w) = &design.waivers {
-        verilate.arg(w);
-    }
     verilate
+        .args(&design.waivers)
         .args(&design.sources)
         .args(["--top-module", &design.top, "--prefix", &prefix, "-O3", "--x-assign", "fast"])
         .args(["--x-initial", "fast", "--noassert", "-Wall"])

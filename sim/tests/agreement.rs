@@ -4,10 +4,10 @@
 
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use spork_golden::dispatch::{self, Decision, Descriptor, Engine, Inputs};
+use spork_golden::dispatch::{self, Config, Decision, Descriptor, Engine, Inputs};
 use spork_golden::inputs;
 use spork_sim::Model;
-use spork_sim::kernels::{Bloom, Dense, Sobel};
+use spork_sim::cores::{Bloom, Dense, Sobel};
 
 #[test]
 fn sobel_matches_the_reference_on_10000_images() {
@@ -93,13 +93,15 @@ fn dispatch_engine_matches_its_golden_model_on_100000_requests() {
     while pushed < 100_000 || cycle < 100 {
         // Hold the queue in bursts so it fills and `full` back-pressure is exercised.
         let mut inputs = Inputs { hold: (cycle / 64) % 5 == 4, ..Inputs::default() };
-        // Now and then reconfigure an element (a kernel swap or taking it out of service).
+        // Now and then reconfigure an element (a kernel swap, taking it out of service, the host's
+        // booking written over the engine's: behind or ahead of its clock).
         if cycle.is_multiple_of(5000) || rng.random_range(0..400) == 0 {
-            inputs.configure = Some((
-                rng.random_range(0..8),
-                rng.random_range(0..3),
-                cycle < 100 || rng.random_range(0..4) != 0,
-            ));
+            inputs.configure = Some(Config {
+                pe: rng.random_range(0..8),
+                kernel: rng.random_range(0..3),
+                enabled: cycle < 100 || rng.random_range(0..4) != 0,
+                busy_until: golden.now().saturating_sub(100) + rng.random_range(0..600),
+            });
         } else if pushed < 100_000 && rng.random_range(0..10) < 7 {
             let est = rng.random_range(1..200);
             let slack = rng.random_range(0..400);

@@ -43,7 +43,7 @@ fn instances_are_independent_and_can_run_on_other_threads() {
                 let layer = spork_golden::inputs::layer(&mut rng);
                 let xs: Vec<Vec<i16>> =
                     (0..200).map(|_| spork_golden::inputs::vector(&mut rng, 64)).collect();
-                let mut k = spork_sim::kernels::Dense::new(&m).expect("ports");
+                let mut k = spork_sim::cores::Dense::new(&m).expect("ports");
                 k.load(&layer);
                 let got = k.forward(&xs).expect("run").output;
                 let want: Vec<_> = xs.iter().map(|x| layer.forward(x).expect("shape")).collect();

@@ -79,6 +79,21 @@ pub fn select(now: u64, elements: &[Element], d: &Descriptor) -> Option<(usize, 
     best
 }
 
+/// One element's configuration (`cfg_*`), written whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// The element (3 bits).
+    pub pe: u8,
+    /// The kernel code it holds (2 bits).
+    pub kernel: u8,
+    /// Whether it takes new requests.
+    pub enabled: bool,
+    /// When its queue drains, in engine cycles (48 bits): the host's booking, which knows what the
+    /// engine cannot (work booked elsewhere, a board running late). A grant to the same element in
+    /// the same cycle wins over it.
+    pub busy_until: u64,
+}
+
 /// What the host drives in one cycle.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
@@ -86,9 +101,8 @@ pub struct Inputs {
     pub push: Option<Descriptor>,
     /// No pop this cycle (`hold`).
     pub hold: bool,
-    /// Configures one element (`cfg_*`): (element, kernel code, enabled), effective from the next
-    /// cycle.
-    pub configure: Option<(u8, u8, bool)>,
+    /// Configures one element (`cfg_*`), effective from the next cycle.
+    pub configure: Option<Config>,
 }
 
 /// What the engine's outputs show during one cycle.
@@ -134,20 +148,26 @@ impl Engine {
         let shown = Outputs { now: self.now, full, decision: self.out };
         // The pop, decided combinationally on the state before the edge.
         self.out = None;
+        let mut granted = None;
         if !inputs.hold && self.queue.front().is_some_and(|&(ready, _)| ready <= self.now) {
             let (_, d) = self.queue.pop_front().expect("front checked");
             self.out = Some(match select(self.now, &self.elements, &d) {
                 Some((pe, start, finish)) => {
                     self.elements[pe].busy_until = finish;
+                    granted = Some(pe);
                     Decision::Grant { id: d.id, pe: pe as u8, start, finish }
                 }
                 None => Decision::Reject { id: d.id },
             });
         }
-        if let Some((pe, kernel, enabled)) = inputs.configure {
-            let e = &mut self.elements[usize::from(pe) % PES];
-            e.kernel = kernel & 3;
-            e.enabled = enabled;
+        if let Some(c) = inputs.configure {
+            let pe = usize::from(c.pe) % PES;
+            let e = &mut self.elements[pe];
+            e.kernel = c.kernel & 3;
+            e.enabled = c.enabled;
+            if granted != Some(pe) {
+                e.busy_until = c.busy_until & TIME_MASK;
+            }
         }
         if let Some(d) = inputs.push
             && !full
@@ -203,7 +223,10 @@ mod tests {
     #[test]
     fn engine_decides_one_cycle_after_the_pop() {
         let mut e = Engine::new();
-        e.cycle(&Inputs { configure: Some((0, 0, true)), ..Inputs::default() });
+        e.cycle(&Inputs {
+            configure: Some(Config { enabled: true, ..Config::default() }),
+            ..Inputs::default()
+        });
         let push = Some(req(5, 1000));
         let mut seen = Vec::new();
         seen.push(e.cycle(&Inputs { push, ..Inputs::default() }));
@@ -213,5 +236,20 @@ mod tests {
         let decided: Vec<_> = seen.iter().filter_map(|o| o.decision.map(|d| (o.now, d))).collect();
         // Pushed in cycle 1, poppable in cycle 3, shown in cycle 4.
         assert_eq!(decided, vec![(4, Decision::Grant { id: 7, pe: 0, start: 3, finish: 8 })]);
+    }
+
+    #[test]
+    fn the_host_writes_a_booking_and_a_same_cycle_grant_wins() {
+        let mut e = Engine::new();
+        let busy = |pe, busy_until| Config { pe, kernel: 0, enabled: true, busy_until };
+        e.cycle(&Inputs { configure: Some(busy(0, 500)), ..Inputs::default() });
+        assert_eq!(e.elements()[0].busy_until, 500);
+        e.cycle(&Inputs { push: Some(req(5, 1000)), ..Inputs::default() });
+        e.cycle(&Inputs::default());
+        // The pop (cycle 3) books element 0 until 505; the write in the same cycle loses.
+        e.cycle(&Inputs { configure: Some(busy(0, 9)), ..Inputs::default() });
+        assert_eq!(e.elements()[0].busy_until, 505);
+        e.cycle(&Inputs { configure: Some(busy(0, 9)), ..Inputs::default() });
+        assert_eq!(e.elements()[0].busy_until, 9);
     }
 }

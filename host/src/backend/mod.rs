@@ -13,6 +13,7 @@ mod board;
 pub mod calibrate;
 mod cpu;
 pub mod crosscheck;
+pub mod dispatch_engine;
 #[cfg(feature = "f1")]
 pub mod f1;
 mod model;

@@ -134,3 +134,29 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+/// The hardware dispatch engine implements efficient-first's first step: a plan whose scheduler
+/// has no FPGA, or whose dispatcher is another, would never ask it.
+pub fn check_dispatch_engine(plan: &spork::engine::Plan) -> anyhow::Result<()> {
+    use spork::policy::DispatcherKind::{EfficientFirst, EfficientFirstWait};
+    let kind = plan.dispatch_engine;
+    if kind == spork::engine::hardware::EngineKind::Software {
+        return Ok(());
+    }
+    if !plan.scheduler.fleet().fpga {
+        anyhow::bail!(
+            "--dispatch-engine {} places requests on FPGAs, and {} has none: pick a hybrid or FPGA scheduler (spork-e, ...)",
+            kind.name(),
+            plan.scheduler
+        );
+    }
+    if !matches!(plan.dispatcher(), EfficientFirst | EfficientFirstWait) {
+        anyhow::bail!(
+            "--dispatch-engine {} implements efficient-first, and {} dispatches by {}: pick an efficient-first scheduler",
+            kind.name(),
+            plan.scheduler,
+            plan.dispatcher().name()
+        );
+    }
+    Ok(())
+}

@@ -23,6 +23,7 @@ use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
 use super::simulate::parse_schedulers;
+use spork::engine::hardware::EngineKind;
 
 /// Options of `spork run`.
 #[derive(clap::Args, Debug)]
@@ -70,6 +71,11 @@ pub struct Args {
     /// Skip the evaluator's prediction beside each run.
     #[arg(long)]
     no_compare: bool,
+    /// Who picks the FPGA for each request: the software rule, or the hardware dispatch engine, the
+    /// Verilated RTL (`rtl`) or its cycle-accurate golden model (`golden`), each decision checked
+    /// against the software's.
+    #[arg(long, value_enum, default_value = "software")]
+    dispatch_engine: EngineKind,
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
@@ -145,8 +151,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print_calibration(&args, &calibration, &platform, reqs.len(), horizon);
     }
     let has_optional = reqs.iter().any(|r| r.optional > 0);
-    let base = |s| Plan { seed: args.workload.seed, ..Plan::new(s) };
+    let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
+    for plan in &plans {
+        super::check_dispatch_engine(plan)?;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let mut runs = Vec::new();
     for plan in plans {
@@ -310,6 +319,9 @@ fn table(runs: &[RunReport]) -> Table {
     t.add_row(row("result lag p50 / max (ms)", &|r| {
         format!("{:.1} / {:.1}", r.result_lag_ms.0, r.result_lag_ms.1)
     }));
+    if runs.iter().any(|r| r.dispatch_engine.is_some()) {
+        dispatch_engine_rows(&mut t, runs);
+    }
     t.add_row(row("wall time (s)", &|r| format!("{:.1}", r.wall_s)));
     t.add_row(row("evaluator: FPGA share / spin-ups / misses / rejected", &|r| match &r.evaluator {
         Some(e) => format!(
@@ -322,6 +334,33 @@ fn table(runs: &[RunReport]) -> Table {
         None => "-".into(),
     }));
     t
+}
+
+/// The hardware dispatch engine's rows: its decisions, their check against the software rule, and
+/// what a decision costs in engine cycles and in wall time simulating it.
+fn dispatch_engine_rows(t: &mut Table, runs: &[RunReport]) {
+    type Counts = spork::engine::hardware::DispatchCounts;
+    let row = |name: &str, f: &dyn Fn(&Counts) -> String| {
+        let mut v = vec![name.to_string()];
+        v.extend(runs.iter().map(|r| r.dispatch_engine.as_ref().map_or("-".into(), |e| f(&e.counts))));
+        v
+    };
+    let mut first = vec!["dispatch engine: decisions (grants)".to_string()];
+    first.extend(runs.iter().map(|r| match &r.dispatch_engine {
+        Some(e) => format!("{}: {} ({})", e.engine, e.counts.decisions, e.counts.grants),
+        None => "software".into(),
+    }));
+    t.add_row(first);
+    t.add_row(row("  vs software: agree / ties / disagree", &|c| {
+        format!("{} / {} / {}", c.agree, c.ties, c.disagree)
+    }));
+    t.add_row(row("  beyond the engine (decided in software)", &|c| c.beyond.to_string()));
+    t.add_row(row("  cycles / decision (element writes)", &|c| {
+        format!("{:.1} ({:.1})", c.cycles_per_decision(), c.writes as f64 / c.decisions.max(1) as f64)
+    }));
+    t.add_row(row("  wall time simulating it (us / decision)", &|c| {
+        format!("{:.2}", c.wall_us_per_decision())
+    }));
 }
 
 fn print_notes(runs: &[RunReport]) -> anyhow::Result<()> {

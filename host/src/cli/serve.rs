@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use super::board_args::{BoardArg, Images, RealBoard, model_board};
 use super::pool_args::PoolArgs;
+use spork::engine::hardware::EngineKind;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -125,6 +126,11 @@ pub struct Args {
     memory_budget: Option<usize>,
     #[command(flatten)]
     pool: PoolArgs,
+    /// Who picks the FPGA for each request: the software rule, or the hardware dispatch engine, the
+    /// Verilated RTL (`rtl`) or its cycle-accurate golden model (`golden`), each decision checked
+    /// against the software's (counts on /metrics).
+    #[arg(long, value_enum, default_value = "software")]
+    dispatch_engine: EngineKind,
 }
 
 /// Mutual TLS to the worker hosts (`[worker_tls]` in the settings file).
@@ -341,7 +347,8 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         ..args.pool
     };
     let plans = pool.plans(&[scheduler], true, None, Plan::new)?;
-    let plan = *plans.last().context("no plan")?;
+    let plan = Plan { dispatch_engine: args.dispatch_engine, ..*plans.last().context("no plan")? };
+    super::check_dispatch_engine(&plan)?;
     let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
     let real = args.real.or(file.real_board.unwrap_or_default());
     let crosscheck = args.crosscheck || file.crosscheck.unwrap_or(false);

@@ -2,10 +2,12 @@
 
 use super::brownout::BrownoutLoop;
 use super::effects::{Arrival, Assignment, Effects};
+use super::hardware::{Board, HardwareDispatch, HwDecision, verdict};
 use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
 use super::sizes::Sizes;
 use super::timers::{Due, Timer, Timers};
+use crate::model::pool::Phase;
 use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
 use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
@@ -30,6 +32,8 @@ pub struct Engine {
     /// Boards shared with other pools: where the FPGA cap comes from at each tick (`caps` is then
     /// the latest grant; `plan_caps` stays the plan's own).
     share: Option<Box<dyn BoardShare>>,
+    /// A hardware dispatch engine taking efficient-first's first step (`None`: the software rule).
+    hardware: Option<Box<dyn HardwareDispatch>>,
     plan_caps: Caps,
     /// What a board saves this pool is judged by.
     objective: Objective,
@@ -100,6 +104,7 @@ impl Engine {
             caps: plan.caps,
             admission: plan.admission,
             share: None,
+            hardware: None,
             plan_caps: plan.caps,
             objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
@@ -117,6 +122,13 @@ impl Engine {
             horizon: 0,
             next_tick: None,
         }
+    }
+
+    /// Hands efficient-first's first step (which active FPGA takes a request) to `hardware`, a
+    /// dispatch engine in RTL or its golden model; every decision is checked against the software
+    /// rule (see [`super::hardware`]). Other dispatchers keep deciding in software.
+    pub fn dispatch_in_hardware(&mut self, hardware: Box<dyn HardwareDispatch>) {
+        self.hardware = Some(hardware);
     }
 
     /// Shares the machine's boards with other pools: at each interval tick the engine bids for
@@ -504,6 +516,8 @@ impl Engine {
         let now = r.arrival;
         let (placement, fleet) = if rescue {
             (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
+        } else if self.hardware.is_some() {
+            (self.place_in_hardware(&job, now), self.fleet)
         } else {
             (self.dispatcher.place(&self.pool, &job, now), self.fleet)
         };
@@ -528,6 +542,33 @@ impl Engine {
         let booked = self.book(r, id, actual, fx);
         self.sizes.booked(estimate, r.size, booked.finish);
         Arrival::Assigned(booked)
+    }
+
+    /// Efficient-first with its first step taken by the hardware dispatch engine: a grant books that
+    /// board, a reject goes on to the rule's later steps; the software's own choice is the check.
+    fn place_in_hardware(&mut self, job: &Job, now: Time) -> Placement {
+        let software = self.dispatcher.place(&self.pool, job, now);
+        let (Some(hw), Some(ef)) = (self.hardware.as_mut(), self.dispatcher.efficient_first()) else {
+            return software;
+        };
+        if !ef.first_step_is_active_fpga() {
+            return software;
+        }
+        let active = self.pool.index(Phase::Active, Kind::Fpga);
+        let boards: Vec<Board> = active.iter().map(|&(busy_until, id)| Board { id, busy_until }).collect();
+        let first = match software {
+            Placement::Assign(w) if boards.iter().any(|b| b.id == w) => Some(w),
+            _ => None,
+        };
+        let decision = hw.decide(now, &boards, job);
+        if let Some(v) = verdict(hw.as_ref(), decision, first) {
+            hw.stats().record(v);
+        }
+        match decision {
+            HwDecision::Grant { id, .. } => Placement::Assign(id),
+            HwDecision::Reject if first.is_some() => ef.place_after_active_fpga(&self.pool, job, now),
+            HwDecision::Reject | HwDecision::Beyond => software,
+        }
     }
 
     /// Whether the admission rule lets `job` join worker `id`'s queue at `now`.

@@ -24,6 +24,7 @@ mod brownout;
 mod core;
 mod effects;
 mod finishes;
+pub mod hardware;
 mod outcome;
 mod plan;
 mod replay;

@@ -1,6 +1,7 @@
 //! What a run is: the scheduler and its settings, and what an oracle scheduler is told in advance.
 
 use super::brownout::PoolBrownout;
+use super::hardware::EngineKind;
 use crate::model::{Platform, Request, Time};
 use crate::policy::estimate::Statistic;
 use crate::policy::release::ReleaseTiming;
@@ -30,6 +31,9 @@ pub struct Plan {
     pub sizes: Option<Statistic>,
     /// When surplus FPGAs may start their idle countdown (ours so far, or the paper's reading).
     pub release: ReleaseTiming,
+    /// Who takes efficient-first's first step in a live pool: the software rule, or the hardware
+    /// dispatch engine (RTL or golden model). The evaluator always decides in software.
+    pub dispatch_engine: EngineKind,
 }
 
 impl Plan {
@@ -45,6 +49,7 @@ impl Plan {
             seed: 0,
             sizes: None,
             release: ReleaseTiming::Drained,
+            dispatch_engine: EngineKind::Software,
         }
     }
 

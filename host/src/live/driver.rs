@@ -24,6 +24,7 @@ use super::stats::RunStats;
 use super::status::Status;
 use super::worker::{Done, Event};
 use crate::backend::BackendError;
+use crate::backend::dispatch_engine::EngineKind;
 use crate::datapath::work::{Answer, Input, Work};
 use crate::engine::{Arrival, Engine};
 use crate::model::time::from_duration;
@@ -452,7 +453,9 @@ impl Run<'_> {
         self.engine.end_of_trace(ended, &mut self.fleet);
         self.engine.advance(Time::MAX, false, &mut self.fleet);
         self.fleet.shut_down();
-        PoolRun { outcome: self.engine.finish(), stats: self.st, ended }
+        let kind = self.cfg.plan.dispatch_engine;
+        let dispatch = (kind != EngineKind::Software).then(|| (kind, self.status.dispatch.snapshot()));
+        PoolRun { outcome: self.engine.finish(), stats: self.st, ended, dispatch }
     }
 }
 

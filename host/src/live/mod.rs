@@ -35,7 +35,9 @@ use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
+use crate::backend::dispatch_engine::{DispatchEngine, EngineKind};
 use crate::datapath::work::Work;
+use crate::engine::hardware::DispatchCounts;
 use crate::engine::{Engine, Oracle, Outcome};
 use crate::model::Time;
 use crate::policy::Admission;
@@ -51,6 +53,8 @@ pub struct PoolRun {
     pub stats: RunStats,
     /// When it ended.
     pub ended: Time,
+    /// The hardware dispatch engine that took efficient-first's first step, and its counters.
+    pub dispatch: Option<(EngineKind, DispatchCounts)>,
 }
 
 /// A running pool.
@@ -92,8 +96,17 @@ impl LivePool {
         let name = format!("spork-pool-{}", cfg.image.kernel.name());
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
         let (published, kept) = (status.clone(), cfg.clone());
+        let hardware = DispatchEngine::start(
+            cfg.plan.dispatch_engine,
+            cfg.calibration.clock_hz,
+            status.dispatch.clone(),
+        )
+        .map_err(std::io::Error::other)?;
         let thread = std::thread::Builder::new().name(name).spawn(move || {
             let mut engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
+            if let Some(hw) = hardware {
+                engine.dispatch_in_hardware(Box::new(hw));
+            }
             engine.size_clients(cfg.size_estimate, cfg.calibration.items_per_sec);
             if let Some((boards, index)) = &cfg.share {
                 engine.share_boards(boards.handle(*index));

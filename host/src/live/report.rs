@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::PoolRun;
 use super::config::PoolConfig;
 use super::stats::Faults;
+use crate::engine::hardware::DispatchCounts;
 use crate::model::time::to_secs;
 use crate::model::{Kind, PerKind};
 
@@ -32,9 +33,22 @@ impl Spread {
     }
 }
 
+/// The hardware dispatch engine's part in a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineReport {
+    /// "rtl" or "golden".
+    pub engine: &'static str,
+    /// Its decisions, their agreement with the software rule, cycles and wall time.
+    #[serde(flatten)]
+    pub counts: DispatchCounts,
+}
+
 /// The report of a live pool when it ends.
 #[derive(Clone, Debug, Serialize)]
 pub struct PoolReport {
+    /// The hardware dispatch engine, if one took efficient-first's first step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch_engine: Option<EngineReport>,
     /// Scheduler.
     pub scheduler: String,
     /// Dispatcher.
@@ -123,7 +137,7 @@ impl PoolReport {
     /// The report of pool `cfg`'s `run`: from the engine's outcome (fleet, energy, cost, the gate's
     /// decisions) and what the pool measured.
     pub fn new(cfg: &PoolConfig, run: PoolRun) -> PoolReport {
-        let PoolRun { outcome, stats: st, ended: end } = run;
+        let PoolRun { outcome, stats: st, ended: end, dispatch } = run;
         let a = &st.answers;
         let answered = a.served_total();
         let ledger = |k: Kind| outcome.pool.ledger(k);
@@ -131,6 +145,7 @@ impl PoolReport {
         let (offered_opt, served_opt) = outcome.optional;
         let b = &st.board;
         PoolReport {
+            dispatch_engine: dispatch.map(|(kind, counts)| EngineReport { engine: kind.name(), counts }),
             scheduler: cfg.plan.scheduler.to_string(),
             dispatcher: cfg.plan.dispatcher().name().to_string(),
             kernel: cfg.image.kernel.to_string(),

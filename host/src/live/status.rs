@@ -1,8 +1,10 @@
 //! A live pool's state as others may read it while it runs (the server's `/metrics`): plain atomics
 //! the dispatcher loop overwrites at each housekeeping wake, so a reader never blocks it.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::engine::hardware::DispatchStats;
 use crate::engine::{Engine, Tally};
 use crate::model::{Kind, PerKind, WorkerState};
 
@@ -42,6 +44,8 @@ pub struct Status {
     pub misses: AtomicU64,
     /// Requests settled: answered, rejected or refused at the stop.
     pub settled: AtomicU64,
+    /// The hardware dispatch engine's counters (zero while the software rule decides).
+    pub dispatch: Arc<DispatchStats>,
 }
 
 impl Status {

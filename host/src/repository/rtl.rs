@@ -60,7 +60,7 @@ impl Rtl {
             top: sim.top.clone(),
             sources: sim.sources.clone(),
             dir: spec.dir.clone(),
-            waivers: None,
+            waivers: Vec::new(),
             strict: false,
         };
         let built = cache::verilated(&design).map_err(err)?;

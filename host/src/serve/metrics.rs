@@ -34,6 +34,12 @@ struct ModelOnly {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabels {
+    model: String,
+    verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WorkerLabels {
     model: String,
     kind: String,
@@ -95,6 +101,8 @@ pub struct Metrics {
     host_leased: Family<HostLabels, Gauge>,
     hosts_lost: Gauge,
     host_answers: Family<StateOnly, Gauge>,
+    engine_decisions: Family<VerdictLabels, Gauge>,
+    engine_cycles: Family<ModelOnly, Gauge>,
 }
 
 impl Default for Metrics {
@@ -136,6 +144,18 @@ impl Metrics {
             reruns.clone(),
         );
         registry.register("workers_lost", "Workers lost with their worker host", workers_lost.clone());
+        let (engine_decisions, engine_cycles) = (Family::default(), Family::default());
+        registry.register(
+            "dispatch_engine_decisions",
+            "The hardware dispatch engine's decisions against the software rule's: agree, tie (another board \
+             starting in the same cycle), disagree, or beyond the engine (decided in software)",
+            engine_decisions.clone(),
+        );
+        registry.register(
+            "dispatch_engine_cycles",
+            "Engine cycles its decisions took, element writes included",
+            engine_cycles.clone(),
+        );
         registry.register(
             "worker_hosts",
             "Worker hosts by state (up: answering health checks)",
@@ -201,6 +221,8 @@ impl Metrics {
         );
         Metrics {
             registry,
+            engine_decisions,
+            engine_cycles,
             reruns,
             workers_lost,
             hosts,
@@ -307,6 +329,16 @@ impl Metrics {
         let m = || ModelOnly { model: model.into() };
         self.reruns.get_or_create(&m()).set(s.reruns.load(Ordering::Relaxed) as i64);
         self.workers_lost.get_or_create(&m()).set(s.workers_lost.load(Ordering::Relaxed) as i64);
+        let d = s.dispatch.snapshot();
+        if d.decisions + d.beyond > 0 {
+            for (verdict, n) in
+                [("agree", d.agree), ("tie", d.ties), ("disagree", d.disagree), ("beyond", d.beyond)]
+            {
+                let labels = VerdictLabels { model: model.into(), verdict: verdict.into() };
+                self.engine_decisions.get_or_create(&labels).set(n as i64);
+            }
+            self.engine_cycles.get_or_create(&m()).set(d.cycles as i64);
+        }
         for kind in Kind::ALL {
             for (state, n) in STATES.iter().zip(&s.workers[kind]) {
                 let labels = WorkerLabels {

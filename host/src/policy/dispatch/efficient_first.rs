@@ -46,12 +46,40 @@ impl EfficientFirst {
     /// Where to run `job` at `now`.
     #[inline]
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
+        self.place_from(pool, job, now, 0)
+    }
+
+    /// Whether its first step (the busiest active FPGA that meets the deadline) applies to `job`: a
+    /// hardware dispatch engine takes that step in its place ([`Self::place_after_active_fpga`]).
+    pub fn first_step_is_active_fpga(&self) -> bool {
+        self.fleet.fpga
+    }
+
+    /// Where to run `job` at `now` when no active FPGA takes it (a dispatch engine rejected it): the
+    /// rule's later steps, FPGAs still spinning up, then CPUs, then the fallback.
+    pub fn place_after_active_fpga(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
+        self.place_from(pool, job, now, 1)
+    }
+
+    /// The rule from its `skip`-th step: (FPGA, active), (FPGA, allocating), (CPU, active), (CPU,
+    /// allocating), each for the busiest worker that meets the deadline; then waiting or fallback.
+    #[inline]
+    fn place_from(&mut self, pool: &Pool, job: &Job, now: Time, skip: usize) -> Placement {
+        let mut step = 0;
         for kind in Kind::EFFICIENT_FIRST {
             if !self.fleet.allows(kind) {
+                step += 2;
                 continue;
             }
-            let Some(limit) = job.latest_start(kind) else { continue };
+            let Some(limit) = job.latest_start(kind) else {
+                step += 2;
+                continue;
+            };
             for phase in [Phase::Active, Phase::Allocating] {
+                step += 1;
+                if step <= skip {
+                    continue;
+                }
                 if let Some(w) = pool.latest_free_by(phase, kind, now, limit) {
                     return Placement::Assign(w);
                 }

@@ -182,6 +182,16 @@ impl Dispatcher {
     }
 }
 
+impl Dispatcher {
+    /// Efficient-first, whose first step a hardware dispatch engine can take; `None` for the others.
+    pub fn efficient_first(&mut self) -> Option<&mut EfficientFirst> {
+        match self {
+            Dispatcher::EfficientFirst(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
 /// An unknown dispatcher name.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error(

@@ -1,9 +1,11 @@
-//! Drivers that stream real requests through the Verilated kernels, one item per cycle, and return
-//! what the RTL computed in the shape of `spork_golden`'s reference, with the cycles it took.
+//! Core-level drivers: real inputs streamed through a bare Verilated kernel core's ports, one item
+//! per cycle, returning what the RTL computed in the shape of `spork_golden`'s reference with the
+//! cycles it took. They measure a core's throughput for its manifest ([`crate::measure`]) and check
+//! it against the golden models; requests go through the stream wrappers on [`crate::axis`] instead.
 
 use spork_golden::bloom::{PROFILE_BITS, Profile};
 use spork_golden::dense::{Layer, MAX_INPUTS, NEURONS};
-use spork_golden::{Kernel, ShapeError, sobel};
+use spork_golden::{ShapeError, sobel};
 
 use crate::{Instance, Model, Port, SimError};
 
@@ -243,9 +245,4 @@ impl Dense {
             out.push(y);
         }
     }
-}
-
-/// Which driver a kernel needs, for code that handles any of them.
-pub fn model_name(kernel: Kernel) -> &'static str {
-    kernel.name()
 }
