@@ -1,6 +1,6 @@
 //! Builds the simulated board's models: each Verilog design under `bitstreams/sim/`, and each
 //! kernel inside its Vitis stream wrapper (`scripts/vitis/<kernel>_axis.v`, the RTL a real board
-//! runs and the one the simulated board serves requests with), is verilated and compiled (as ONE
+//! runs, checked on the generic stream driver against the references), is verilated and compiled (as ONE
 //! translation unit, optimised) into its own shared library, loadable and unloadable at run time the
 //! way a board is reconfigured. The Verilator runtime is compiled once
 //! into `libspork_verilated.so`, which every model links against. A model repository's RTL goes

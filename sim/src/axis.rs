@@ -3,10 +3,12 @@
 //! board through it, whatever it computes.
 //!
 //! Each cycle the driver offers the next input beat, sets the output's TREADY (always high, or as a
-//! backpressure pattern says), lets the combinational logic settle, samples both handshakes, then
-//! clocks the design: a beat moves when TVALID and TREADY were both high before the rising edge.
+//! repeating backpressure pattern says), lets the combinational logic settle on the falling
+//! edge, samples both handshakes, then clocks the design: a beat moves when TVALID and TREADY were
+//! both high before the rising edge. The loop runs inside the model's library
+//! ([`Instance::stream`]): a call per cycle cost more than the design's own evaluation.
 
-use crate::{Instance, Model, Port, SimError};
+use crate::{Instance, Model, Port, SimError, StreamPorts};
 
 /// The names of a design's stream ports.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,14 +64,7 @@ pub struct Axis {
     inst: Instance,
     model: String,
     reset: Option<Port>,
-    s_data: Port,
-    s_valid: Port,
-    s_ready: Port,
-    s_last: Port,
-    m_data: Port,
-    m_valid: Port,
-    m_ready: Port,
-    m_last: Port,
+    ports: StreamPorts,
     scalars: Vec<Port>,
     /// TDATA widths in bits (input, output).
     pub widths: (u32, u32),
@@ -82,8 +77,7 @@ impl Axis {
         let (i, o) = (&ports.input, &ports.output);
         let width = |n: &str| model.ports().iter().find(|p| p.name == n).map_or(0, |p| p.width);
         let widths = (width(&name(i, "tdata")), width(&name(o, "tdata")));
-        let mut axis = Axis {
-            reset: ports.reset.as_deref().map(|r| model.input(r)).transpose()?,
+        let stream = StreamPorts {
             s_data: model.input(&name(i, "tdata"))?,
             s_valid: model.input(&name(i, "tvalid"))?,
             s_ready: model.output(&name(i, "tready"))?,
@@ -92,6 +86,10 @@ impl Axis {
             m_valid: model.output(&name(o, "tvalid"))?,
             m_ready: model.input(&name(o, "tready"))?,
             m_last: model.output(&name(o, "tlast"))?,
+        };
+        let mut axis = Axis {
+            reset: ports.reset.as_deref().map(|r| model.input(r)).transpose()?,
+            ports: stream,
             scalars: ports.scalars.iter().map(|s| model.input(s)).collect::<Result<_, _>>()?,
             inst: model.instantiate(&ports.clock)?,
             model: model.name().to_string(),
@@ -103,8 +101,8 @@ impl Axis {
 
     /// Holds the reset low for a few cycles with both streams idle.
     pub fn reset(&mut self) {
-        self.inst.set(self.s_valid, 0);
-        self.inst.set(self.m_ready, 0);
+        self.inst.set(self.ports.s_valid, 0);
+        self.inst.set(self.ports.m_ready, 0);
         if let Some(r) = self.reset {
             self.inst.set(r, 0);
             self.inst.cycles(RESET_CYCLES);
@@ -114,57 +112,32 @@ impl Axis {
     }
 
     /// Sets the scalar inputs to `values` (in [`AxisPorts::scalars`]' order), then streams `input`
-    /// through the design until `expected` output beats have come out. `ready` says, per cycle,
-    /// whether the output's TREADY is high (`|_| true`: no backpressure).
+    /// through the design until `expected` output beats have come out. The output's TREADY follows
+    /// `ready` cycle by cycle, repeated (empty: always high, no backpressure).
     pub fn run(
         &mut self,
         values: &[u64],
         input: &[Beat],
         expected: usize,
-        mut ready: impl FnMut(u64) -> bool,
+        ready: &[bool],
     ) -> Result<Streamed, SimError> {
         for (&port, &v) in self.scalars.iter().zip(values) {
             self.inst.set(port, v);
         }
-        let start = self.inst.cycle_count();
-        let mut out = Vec::with_capacity(expected);
-        let (mut sent, mut idle) = (0usize, 0u64);
-        while out.len() < expected || sent < input.len() {
-            let offered = input.get(sent);
-            if let Some(b) = offered {
-                self.inst.set(self.s_data, b.data);
-                self.inst.set(self.s_last, u64::from(b.last));
-            }
-            self.inst.set(self.s_valid, u64::from(offered.is_some()));
-            let taking = ready(self.inst.cycle_count() - start);
-            self.inst.set(self.m_ready, u64::from(taking));
-            self.inst.eval();
-            let accepted = offered.is_some() && self.inst.get(self.s_ready) == 1;
-            let produced = taking && self.inst.get(self.m_valid) == 1;
-            if produced {
-                out.push(Beat { data: self.inst.get(self.m_data), last: self.inst.get(self.m_last) == 1 });
-            }
-            self.inst.cycle();
-            sent += usize::from(accepted);
-            idle = if accepted || produced { 0 } else { idle + 1 };
-            if idle > PATIENCE || out.len() > expected {
-                break;
-            }
-        }
-        self.inst.set(self.s_valid, 0);
-        self.inst.set(self.m_ready, 0);
-        self.inst.eval();
-        let cycles = self.inst.cycle_count() - start;
-        if out.len() != expected || sent != input.len() {
+        let data: Vec<u64> = input.iter().map(|b| b.data).collect();
+        let last: Vec<bool> = input.iter().map(|b| b.last).collect();
+        let moved = self.inst.stream(&self.ports, &data, &last, expected, ready, PATIENCE);
+        if moved.got != expected || moved.sent != input.len() {
             return Err(SimError::Stream {
                 model: self.model.clone(),
-                sent,
+                sent: moved.sent,
                 offered: input.len(),
-                got: out.len(),
+                got: moved.got,
                 expected,
-                cycles,
+                cycles: moved.cycles,
             });
         }
-        Ok(Streamed { beats: out, cycles })
+        let beats = moved.data.iter().zip(&moved.last).map(|(&data, &last)| Beat { data, last }).collect();
+        Ok(Streamed { beats, cycles: moved.cycles })
     }
 }

@@ -1,7 +1,8 @@
 //! Core-level drivers: real inputs streamed through a bare Verilated kernel core's ports, one item
 //! per cycle, returning what the RTL computed in the shape of `spork_golden`'s reference with the
-//! cycles it took. They measure a core's throughput for its manifest ([`crate::measure`]) and check
-//! it against the golden models; requests go through the stream wrappers on [`crate::axis`] instead.
+//! cycles it took. The simulated board serves the built-in kernels' requests with them (a bare core
+//! simulates about twice as fast as its stream wrapper), and they measure a core's throughput for
+//! its manifest ([`crate::measure`]).
 
 use spork_golden::bloom::{PROFILE_BITS, Profile};
 use spork_golden::dense::{Layer, MAX_INPUTS, NEURONS};

@@ -48,6 +48,47 @@ struct Api {
     set: unsafe extern "C" fn(*mut c_void, u32, u64),
     get: unsafe extern "C" fn(*mut c_void, u32) -> u64,
     cycles: unsafe extern "C" fn(*mut c_void, u32, u64),
+    stream: StreamFn,
+}
+
+/// `spork_model_stream` (see `shim.cpp`).
+type StreamFn = unsafe extern "C" fn(
+    *mut c_void,
+    *const u32,
+    *const u64,
+    *const u8,
+    u64,
+    *mut u64,
+    *mut u8,
+    u64,
+    *const u8,
+    u64,
+    u64,
+    *mut u64,
+) -> u64;
+
+/// The ports of one AXI4-Stream pair, for [`Instance::stream`].
+#[derive(Clone, Copy, Debug)]
+pub struct StreamPorts {
+    pub s_data: Port,
+    pub s_valid: Port,
+    pub s_ready: Port,
+    pub s_last: Port,
+    pub m_data: Port,
+    pub m_valid: Port,
+    pub m_ready: Port,
+    pub m_last: Port,
+}
+
+/// What [`Instance::stream`] moved: output beats (data, last; at most the expected count), input
+/// beats taken, output beats seen (which may exceed the expected count), cycles run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub data: Vec<u64>,
+    pub last: Vec<bool>,
+    pub sent: usize,
+    pub got: usize,
+    pub cycles: u64,
 }
 
 struct Loaded {
@@ -120,6 +161,7 @@ impl Model {
             set: symbol(&lib, path, "spork_model_set")?,
             get: symbol(&lib, path, "spork_model_get")?,
             cycles: symbol(&lib, path, "spork_model_cycles")?,
+            stream: symbol(&lib, path, "spork_model_stream")?,
         };
         let text = |p: *const c_char| {
             // SAFETY: the shim returns pointers to static NUL-terminated strings (or null).
@@ -242,6 +284,62 @@ impl Instance {
         // SAFETY: `handle` is live and `clock` is one of its input ports.
         unsafe { (self.model.api.cycles)(self.handle, self.clock.index, n) }
         self.cycles += n;
+    }
+
+    /// Streams `data` (with TLAST flags `last`) in through `ports` until `expected` beats came out
+    /// (the loop runs in the model's library: see `spork_model_stream` in `shim.cpp`). TREADY
+    /// follows `ready`, repeated (empty: always high); the run gives up after `patience` cycles with
+    /// no beat moving.
+    pub fn stream(
+        &mut self,
+        ports: &StreamPorts,
+        data: &[u64],
+        last: &[bool],
+        expected: usize,
+        ready: &[bool],
+        patience: u64,
+    ) -> Moved {
+        let p = [
+            self.clock,
+            ports.s_data,
+            ports.s_valid,
+            ports.s_ready,
+            ports.s_last,
+            ports.m_data,
+            ports.m_valid,
+            ports.m_ready,
+            ports.m_last,
+        ];
+        let index = p.map(|p| p.index);
+        let masked: Vec<u64> = data.iter().map(|&d| d & ports.s_data.mask).collect();
+        let flags: Vec<u8> =
+            (0..data.len()).map(|i| u8::from(last.get(i).copied().unwrap_or(false))).collect();
+        let ready: Vec<u8> = ready.iter().map(|&r| u8::from(r)).collect();
+        let (mut out, mut out_last, mut moved) = (vec![0u64; expected], vec![0u8; expected], [0u64; 2]);
+        // SAFETY: `handle` is live; the port indices were checked against this model's table; every
+        // buffer is as long as the count passed with it and outlives the call.
+        let cycles = unsafe {
+            (self.model.api.stream)(
+                self.handle,
+                index.as_ptr(),
+                masked.as_ptr(),
+                flags.as_ptr(),
+                masked.len() as u64,
+                out.as_mut_ptr(),
+                out_last.as_mut_ptr(),
+                expected as u64,
+                ready.as_ptr(),
+                ready.len() as u64,
+                patience,
+                moved.as_mut_ptr(),
+            )
+        };
+        self.cycles += cycles;
+        let got = (moved[1] as usize).min(expected);
+        out.truncate(got);
+        out_last.truncate(got);
+        let last = out_last.into_iter().map(|l| l != 0).collect();
+        Moved { data: out, last, sent: moved[0] as usize, got: moved[1] as usize, cycles }
     }
 
     /// Clock periods run since instantiation.

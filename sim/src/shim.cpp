@@ -63,6 +63,56 @@ uint64_t spork_model_get(void* m, uint32_t port) {
     }
 }
 
+// One AXI4-Stream run with the loop here, not one call per cycle from Rust (which cost more than
+// the design's own evaluation). `p` holds the port indices: clock, s_tdata, s_tvalid, s_tready,
+// s_tlast, m_tdata, m_tvalid, m_tready, m_tlast. Each cycle: the next input beat offered and the
+// output's TREADY set (from the repeating pattern `ready` of `n_ready` cycles; none: always high),
+// the falling edge settles the
+// combinational logic, both handshakes are sampled, the rising edge clocks (a beat moves when TVALID
+// and TREADY were both high before it). It stops once `n_in` beats went in and `n_out` came out,
+// when more than `n_out` came out, or after more than `patience` cycles in which no beat moved.
+// Returns the cycles run; `moved` gets the beats sent and the beats received.
+uint64_t spork_model_stream(void* m, const uint32_t* p, const uint64_t* in, const uint8_t* in_last,
+                            uint64_t n_in, uint64_t* out, uint8_t* out_last, uint64_t n_out,
+                            const uint8_t* ready, uint64_t n_ready, uint64_t patience, uint64_t* moved) {
+    enum { CLK, SD, SV, SR, SL, MD, MV, MR, ML };
+    uint64_t sent = 0, got = 0, idle = 0, c = 0;
+    while (got < n_out || sent < n_in) {
+        const bool offer = sent < n_in;
+        if (offer) {
+            spork_model_set(m, p[SD], in[sent]);
+            spork_model_set(m, p[SL], in_last[sent]);
+        }
+        spork_model_set(m, p[SV], offer);
+        const bool taking = n_ready == 0 || ready[c % n_ready] != 0;
+        spork_model_set(m, p[MR], taking);
+        spork_model_set(m, p[CLK], 0);
+        spork_model_eval(m);
+        const bool accepted = offer && spork_model_get(m, p[SR]) == 1;
+        const bool produced = taking && spork_model_get(m, p[MV]) == 1;
+        if (produced) {
+            if (got < n_out) {
+                out[got] = spork_model_get(m, p[MD]);
+                out_last[got] = spork_model_get(m, p[ML]) == 1;
+            }
+            ++got;
+        }
+        spork_model_set(m, p[CLK], 1);
+        spork_model_eval(m);
+        ++c;
+        sent += accepted;
+        idle = (accepted || produced) ? 0 : idle + 1;
+        if (idle > patience || got > n_out) break;
+    }
+    spork_model_set(m, p[SV], 0);
+    spork_model_set(m, p[MR], 0);
+    spork_model_set(m, p[CLK], 0);
+    spork_model_eval(m);
+    moved[0] = sent;
+    moved[1] = got;
+    return c;
+}
+
 // `cycles` full clock periods on the port `clock`: rising edge, eval, falling edge, eval.
 void spork_model_cycles(void* m, uint32_t clock, uint64_t cycles) {
     for (uint64_t c = 0; c < cycles; ++c) {

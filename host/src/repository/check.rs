@@ -151,10 +151,12 @@ pub fn check(spec: &ModelSpec, opts: CheckOptions) -> Result<CheckReport, CheckE
         cpu.run((&names.0, &names.1), &inputs, &mut want)
             .map_err(|message| CheckError::Cpu { case: label.clone(), message })?;
         let mut got = spec.outputs_for(&values);
-        let mut pattern = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(rng.random());
-        let ready = |_| !backpressure || pattern.random_bool(0.7);
+        // Random backpressure: TREADY high 70% of cycles, in a pattern of 4,093 cycles (prime, so it
+        // does not beat with a design's own periods).
+        let ready: Vec<bool> =
+            if backpressure { (0..4093).map(|_| rng.random_bool(0.7)).collect() } else { Vec::new() };
         let cycles = rtl
-            .run(&mut axis, &inputs, &values, &mut got, ready)
+            .run(&mut axis, &inputs, &values, &mut got, &ready)
             .map_err(|source| CheckError::Sim { case: label.clone(), source })?;
         let items = spec.items(&values);
         if label.starts_with("max") {

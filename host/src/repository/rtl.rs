@@ -86,14 +86,15 @@ impl Rtl {
     }
 
     /// Streams `inputs` (which bound `dims`) through `axis` into `outputs` (sized beforehand), the
-    /// scalar ports set from `dims`; `ready` is the output's TREADY per cycle. Returns the cycles taken.
+    /// scalar ports set from `dims`; the output's TREADY follows `ready`, repeated (empty: always
+    /// high). Returns the cycles taken.
     pub fn run(
         &self,
         axis: &mut Axis,
         inputs: &[TensorBuf],
         dims: &[u64],
         outputs: &mut [TensorBuf],
-        ready: impl FnMut(u64) -> bool,
+        ready: &[bool],
     ) -> Result<u64, SimError> {
         let beats = stream::beats(inputs, self.sim.last);
         let values: Vec<u64> = self.sim.scalars.iter().map(|&i| dims.get(i).copied().unwrap_or(0)).collect();
