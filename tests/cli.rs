@@ -280,6 +280,51 @@ fn run_replays_a_short_trace_live_and_reports_in_json() {
     assert!(v["measured_speedup"].as_f64().expect("speedup") > 0.0);
 }
 
+/// `--dispatch-engine rtl`: the Verilated dispatch engine takes efficient-first's first step on a
+/// live run; its decisions are counted and checked against the software rule (none differ outside
+/// ties), in at least the push-to-decision cycles of the engine; the golden model decides the same.
+#[test]
+fn run_with_the_rtl_dispatch_engine_reports_its_decisions_checked_against_the_software() {
+    for engine in ["rtl", "golden"] {
+        let args =
+            ["run", "--scheduler", "spork-e", "--duration", "3s", "--rate", "150", "--fpga-spinup", "300ms"];
+        let o = spork(&[&args[..], &["--dispatch-engine", engine, "--json", "--no-compare"]].concat());
+        let v = json(&o);
+        let r = &v["runs"][0];
+        let d = &r["dispatch_engine"];
+        assert_eq!(d["engine"], engine, "{r}");
+        let decisions = d["decisions"].as_u64().expect("decisions");
+        assert!(decisions > 100 && d["grants"].as_u64().expect("grants") > 0, "{d}");
+        assert_eq!(d["disagree"], 0, "{d}");
+        assert_eq!(d["agree"].as_u64().expect("agree") + d["ties"].as_u64().expect("ties"), decisions, "{d}");
+        assert!(d["cycles"].as_u64().expect("cycles") >= 3 * decisions, "{d}");
+        assert_eq!(
+            r["answered"].as_u64().expect("answered") + r["rejected"].as_u64().expect("rejected"),
+            r["offered"].as_u64().expect("offered")
+        );
+    }
+    let e = stderr(&spork(&[
+        "run",
+        "--scheduler",
+        "cpu-dynamic",
+        "--dispatch-engine",
+        "rtl",
+        "--duration",
+        "1s",
+    ]));
+    assert!(e.contains("--dispatch-engine rtl") && e.contains("has none"), "{e}");
+    let e = stderr(&spork(&[
+        "run",
+        "--scheduler",
+        "mark-ideal",
+        "--dispatch-engine",
+        "golden",
+        "--duration",
+        "1s",
+    ]));
+    assert!(e.contains("implements efficient-first"), "{e}");
+}
+
 #[test]
 fn run_rejects_bad_options_with_the_fix() {
     for (args, needle) in [

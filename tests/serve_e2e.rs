@@ -135,7 +135,11 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         http: "127.0.0.1:0".parse().expect("addr"),
         grpc: "127.0.0.1:0".parse().expect("addr"),
         kernels,
-        plan: Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY)),
+        // The Verilated dispatch engine picks each request's board, checked against the software.
+        plan: Plan {
+            dispatch_engine: spork::engine::hardware::EngineKind::Rtl,
+            ..Plan::new(Scheduler::Spork(spork::policy::Objective::ENERGY))
+        },
         board: Board::Model(None),
         boards: None,
         token: Some(TOKEN.into()),
@@ -173,6 +177,16 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
     assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
     eprintln!("{stdout}");
     assert!(metrics.contains("spork_requests_total{"), "{metrics}");
+    let verdicts = |verdict: &str| -> u64 {
+        let label = format!("verdict=\"{verdict}\"}} ");
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("spork_dispatch_engine_decisions{") && l.contains(&label))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    };
+    assert!(verdicts("agree") > 0, "the RTL dispatch engine decided: {metrics}");
+    assert_eq!(verdicts("disagree"), 0, "{metrics}");
     for (model, report) in reports {
         let r = report.unwrap_or_else(|| panic!("{model}: the pool ended abnormally"));
         assert_eq!(
