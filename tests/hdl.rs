@@ -117,3 +117,30 @@ fn synth_refuses_verilog_the_simulated_model_was_not_built_from() {
     assert!(!o.status.success());
     assert!(text(&o).contains("built from other Verilog") && text(&o).contains("fix"), "{}", text(&o));
 }
+
+/// `spork hdl timing` places and routes the smallest design (bloom; a few seconds) on the iCE40 and
+/// records whether it fits and its achieved clock in a copy of its manifest; an unknown design is
+/// refused naming the ones there are. (The full table, dense not fitting the largest iCE40 among
+/// them, is in the README: dense's synthesis alone takes about a minute.)
+#[test]
+fn timing_places_and_routes_a_design_and_records_its_clock() {
+    let tmp = copy_sim_dir();
+    let dir = tmp.path().to_str().expect("utf8");
+    let o = spork(&["hdl", "timing", "--dir", dir, "--only", "bloom"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("bloom") && text(&o).contains("iCE40 HX8K"), "{}", text(&o));
+    let m: toml::Value =
+        toml::from_str(&std::fs::read_to_string(tmp.path().join("bloom.toml")).expect("manifest"))
+            .expect("toml");
+    let t = &m["timing"];
+    assert_eq!(t["fits"].as_bool(), Some(true), "{t}");
+    let fmax = t["fmax_mhz"].as_float().expect("fmax");
+    assert!(fmax > 10.0 && fmax < 1000.0, "{t}");
+    assert!(t["logic_cells"].as_integer().expect("cells") > 0, "{t}");
+    let o = spork(&["hdl", "timing", "--dir", dir, "--only", "fft"]);
+    assert!(
+        !o.status.success() && text(&o).contains("no such design") && text(&o).contains("sobel"),
+        "{}",
+        text(&o)
+    );
+}

@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args as ClapArgs, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
+use spork::backend::bitstream::timing::{ShellPort, place_and_route};
 use spork::backend::bitstream::{self, Manifest, Role, Target};
 use spork_sim::Model;
 use spork_sim::measure::standard_workload;
@@ -43,6 +44,18 @@ pub enum Command {
         #[arg(long, default_value_t = 250.0)]
         clock_mhz: f64,
     },
+    /// Place and route every design on an iCE40 (yosys synth_ice40, nextpnr-ice40) and record whether
+    /// it fits and the clock it closes at in its manifest.
+    Timing {
+        #[command(flatten)]
+        dir: Dir,
+        /// Only these designs (default: all).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        /// Give up on a design whose synthesis and place and route take longer than this.
+        #[arg(long, default_value = "15m", value_parser = super::parse_duration)]
+        limit: u64,
+    },
     /// Resources, clock and cycles per item of every design, measured on the simulated board.
     Report {
         #[command(flatten)]
@@ -60,7 +73,60 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
         Command::Lint { dir } => lint(&dir.dir),
         Command::Synth { dir, clock_mhz } => synth(&dir.dir, clock_mhz),
         Command::Report { dir, json } => report(&dir.dir, json),
+        Command::Timing { dir, only, limit } => {
+            timing(&dir.dir, &only, std::time::Duration::from_nanos(limit))
+        }
     }
+}
+
+/// Places and routes each design on the iCE40 and records the result in its manifest.
+fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Result<()> {
+    let designs = designs(dir)?;
+    if let Some(unknown) = only.iter().find(|o| !designs.iter().any(|(n, _)| n == *o)) {
+        let known: Vec<&str> = designs.iter().map(|(n, _)| n.as_str()).collect();
+        bail!("--only {unknown}: no such design in {}; it has {}", dir.display(), known.join(", "));
+    }
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED);
+    t.set_header(["design", "part", "logic cells", "fits", "Fmax (MHz)", "time (s)"]);
+    for (name, file) in designs.iter().filter(|(n, _)| only.is_empty() || only.contains(n)) {
+        let manifest_path = dir.join(format!("{name}.toml"));
+        let mut manifest = Manifest::load(&manifest_path)
+            .with_context(|| format!("{name} has no manifest yet: run `spork hdl synth` first"))?;
+        let here = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        if manifest.source_sha256 != bitstream::sha256_hex(&here) {
+            bail!(
+                "{} is not the Verilog {name}'s manifest was made from: run `spork hdl synth` first",
+                file.display()
+            );
+        }
+        let model = Model::load(name)
+            .with_context(|| format!("loading the simulated-board model of {name} for its ports"))?;
+        let ports: Vec<ShellPort> = model
+            .ports()
+            .iter()
+            .map(|p| ShellPort { name: p.name.clone(), width: p.width, input: p.input })
+            .collect();
+        let timing = place_and_route(&[file.as_path()], name, "clock", &ports, limit)?;
+        t.add_row([
+            name.clone(),
+            timing.part.clone(),
+            format!("{} / {}", timing.logic_cells, timing.logic_cells_total),
+            if timing.fits { "yes".into() } else { "no".into() },
+            timing.fmax_mhz.map_or("-".into(), |f| format!("{f:.1}")),
+            format!("{:.1}", timing.seconds),
+        ]);
+        manifest.timing = Some(timing);
+        std::fs::write(&manifest_path, manifest.to_toml())
+            .with_context(|| format!("writing {}", manifest_path.display()))?;
+    }
+    out!("{t}");
+    out!(
+        "iCE40 is not the Alveo's UltraScale+ fabric: these clocks are a check that each design routes and closes \
+         on a real, slower fabric (in a shell that registers its IO). The model board keeps the manifest's nominal \
+         clock unless --clock-mhz says otherwise."
+    );
+    Ok(())
 }
 
 /// The designs in `dir`: every `<name>.v`, sorted.
@@ -161,7 +227,12 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
         let tp = standard_workload(&model, 1)?;
         let manifest_path = dir.join(format!("{name}.toml"));
-        let measured = Manifest::load(&manifest_path).ok().and_then(|m| m.measured);
+        // Load measurements stay; timing from place and route stays while its Verilog does.
+        let sha = bitstream::sha256_hex(&here);
+        let (measured, timing) = match Manifest::load(&manifest_path) {
+            Ok(m) => (m.measured, if m.source_sha256 == sha { m.timing } else { None }),
+            Err(_) => (None, None),
+        };
         let source = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
         let m = Manifest {
             name: name.clone(),
@@ -177,6 +248,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             resources: syn.resources,
             agfi: None,
             measured,
+            timing,
         };
         std::fs::write(&manifest_path, m.to_toml())
             .with_context(|| format!("writing {}", manifest_path.display()))?;

@@ -168,6 +168,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         resources: syn.resources,
         agfi: None,
         measured: None,
+        timing: None,
     };
     let path = spec.dir.join("synth.toml");
     std::fs::write(&path, m.to_toml()).with_context(|| format!("writing {}", path.display()))?;

@@ -103,6 +103,7 @@ pub struct Metrics {
     host_answers: Family<StateOnly, Gauge>,
     engine_decisions: Family<VerdictLabels, Gauge>,
     engine_cycles: Family<ModelOnly, Gauge>,
+    engine_wall: Family<ModelOnly, FGauge>,
 }
 
 impl Default for Metrics {
@@ -144,7 +145,13 @@ impl Metrics {
             reruns.clone(),
         );
         registry.register("workers_lost", "Workers lost with their worker host", workers_lost.clone());
-        let (engine_decisions, engine_cycles) = (Family::default(), Family::default());
+        let (engine_decisions, engine_cycles, engine_wall) =
+            (Family::default(), Family::default(), Family::default());
+        registry.register(
+            "dispatch_engine_wall_seconds",
+            "Wall time spent simulating the dispatch engine (the hardware would take its cycles at its clock)",
+            engine_wall.clone(),
+        );
         registry.register(
             "dispatch_engine_decisions",
             "The hardware dispatch engine's decisions against the software rule's: agree, tie (another board \
@@ -223,6 +230,7 @@ impl Metrics {
             registry,
             engine_decisions,
             engine_cycles,
+            engine_wall,
             reruns,
             workers_lost,
             hosts,
@@ -338,6 +346,7 @@ impl Metrics {
                 self.engine_decisions.get_or_create(&labels).set(n as i64);
             }
             self.engine_cycles.get_or_create(&m()).set(d.cycles as i64);
+            self.engine_wall.get_or_create(&m()).set(d.wall_ns as f64 / 1e9);
         }
         for kind in Kind::ALL {
             for (state, n) in STATES.iter().zip(&s.workers[kind]) {

@@ -154,6 +154,9 @@ pub struct Manifest {
     /// Load measurements, once a user has run them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured: Option<Measured>,
+    /// Place and route on an iCE40 (`spork hdl timing`): whether it fits, and its achieved clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<super::timing::Timing>,
 }
 
 impl Manifest {
