@@ -208,7 +208,6 @@ impl HardwareDispatch for DispatchEngine {
         s.decisions.fetch_add(1, relaxed);
         s.cycles.fetch_add(self.now.wrapping_sub(start) & TIME_MASK, relaxed);
         s.writes.fetch_add(writes.len() as u64, relaxed);
-        s.max_queue.fetch_max(1, relaxed);
         s.wall_ns.fetch_add(wall.elapsed().as_nanos() as u64, relaxed);
         match decision {
             Some(Decision::Grant { id: got, pe, start, finish }) if got == id => {

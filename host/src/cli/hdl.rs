@@ -79,6 +79,14 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
     }
 }
 
+/// The port names in `top`'s module header, in order (empty if not found).
+fn header_order(verilog: &str, top: &str) -> Vec<String> {
+    let head = format!("module {top}(");
+    let Some(start) = verilog.find(&head).map(|i| i + head.len()) else { return Vec::new() };
+    let end = verilog[start..].find(')').map_or(start, |e| start + e);
+    verilog[start..end].split(',').map(|n| n.trim().to_string()).collect()
+}
+
 /// Places and routes each design on the iCE40 and records the result in its manifest.
 fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Result<()> {
     let designs = designs(dir)?;
@@ -102,11 +110,15 @@ fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Re
         }
         let model = Model::load(name)
             .with_context(|| format!("loading the simulated-board model of {name} for its ports"))?;
-        let ports: Vec<ShellPort> = model
+        let mut ports: Vec<ShellPort> = model
             .ports()
             .iter()
             .map(|p| ShellPort { name: p.name.clone(), width: p.width, input: p.input })
             .collect();
+        // The shell wires the ports in the Verilog's order (the placement, and whether router2
+        // converges on the dispatch engine, depend on it).
+        let order = header_order(&String::from_utf8_lossy(&here), name);
+        ports.sort_by_key(|p| order.iter().position(|n| *n == p.name).unwrap_or(usize::MAX));
         let timing = place_and_route(&[file.as_path()], name, "clock", &ports, limit)?;
         t.add_row([
             name.clone(),
@@ -372,4 +384,16 @@ fn report(dir: &Path, json: bool) -> anyhow::Result<()> {
         out!("(stale) manifests were synthesised from older Verilog: run `spork hdl synth`");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header_order;
+
+    #[test]
+    fn ports_come_in_the_module_headers_order() {
+        let v = "// x\nmodule sobel(clock,width,in_valid);\nmodule sobel$sub(a,b);\n";
+        assert_eq!(header_order(v, "sobel"), ["clock", "width", "in_valid"]);
+        assert!(header_order(v, "dense").is_empty());
+    }
 }

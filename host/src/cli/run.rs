@@ -355,7 +355,6 @@ fn dispatch_engine_rows(t: &mut Table, runs: &[RunReport]) {
         format!("{} / {} / {}", c.agree, c.ties, c.disagree)
     }));
     t.add_row(row("  beyond the engine (decided in software)", &|c| c.beyond.to_string()));
-    t.add_row(row("  deepest descriptor queue", &|c| c.max_queue.to_string()));
     t.add_row(row("  cycles / decision (element writes)", &|c| {
         format!("{:.1} ({:.1})", c.cycles_per_decision(), c.writes as f64 / c.decisions.max(1) as f64)
     }));

@@ -1,8 +1,9 @@
 //! Efficient-first's first step taken by a hardware dispatch engine (the Verilated RTL, or its
-//! cycle-accurate golden model): which active FPGA takes a request, or none. The engine applies the
-//! engine's answer (a grant books that board; a reject goes on to the rule's later steps, CPUs
-//! included) and checks every answer against the software rule, counting agreements, ties (the RTL
-//! breaks them by lowest element, the software by least idle) and disagreements.
+//! cycle-accurate golden model): which active FPGA takes a request, or none. The pool's engine applies
+//! the dispatch engine's answer (a grant books that board; a reject goes on to the rule's later steps,
+//! CPUs included) and checks every answer against the software rule, counting agreements, ties (the
+//! RTL breaks them by lowest element, the software by least idle) and disagreements. A pool decides
+//! its requests one at a time, so the engine's descriptor queue holds one request at a time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -99,8 +100,6 @@ pub struct DispatchStats {
     pub cycles: AtomicU64,
     /// Element writes (the host's bookings refreshed before a decision).
     pub writes: AtomicU64,
-    /// The deepest the engine's descriptor queue got.
-    pub max_queue: AtomicU64,
     /// Wall time spent simulating the engine, nanoseconds.
     pub wall_ns: AtomicU64,
 }
@@ -124,8 +123,6 @@ pub struct DispatchCounts {
     pub cycles: u64,
     /// Element writes.
     pub writes: u64,
-    /// The deepest the descriptor queue got.
-    pub max_queue: u64,
     /// Wall time simulating the engine, nanoseconds.
     pub wall_ns: u64,
 }
@@ -143,7 +140,6 @@ impl DispatchStats {
             disagree: g(&self.disagree),
             cycles: g(&self.cycles),
             writes: g(&self.writes),
-            max_queue: g(&self.max_queue),
             wall_ns: g(&self.wall_ns),
         }
     }
