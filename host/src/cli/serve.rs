@@ -129,7 +129,7 @@ pub struct Args {
     /// Who picks the FPGA for each request: the software rule, or the hardware dispatch engine, the
     /// Verilated RTL (`rtl`) or its cycle-accurate golden model (`golden`), each decision checked
     /// against the software's (counts on /metrics).
-    #[arg(long, value_enum, default_value = "software")]
+    #[arg(long, default_value = "software", value_parser = super::named::<EngineKind>(EngineKind::ALL.map(EngineKind::name)))]
     dispatch_engine: EngineKind,
 }
 

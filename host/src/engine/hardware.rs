@@ -11,7 +11,7 @@ use crate::model::{Time, WorkerId};
 use crate::policy::dispatch::Job;
 
 /// Who takes efficient-first's first step.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EngineKind {
     /// The software rule (the pool's ordered index).
@@ -24,6 +24,9 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Every choice.
+    pub const ALL: [EngineKind; 3] = [EngineKind::Software, EngineKind::Golden, EngineKind::Rtl];
+
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -31,6 +34,22 @@ impl EngineKind {
             EngineKind::Golden => "golden",
             EngineKind::Rtl => "rtl",
         }
+    }
+}
+
+/// An unknown dispatch engine name.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("unknown dispatch engine '{0}': expected software, golden or rtl")]
+pub struct UnknownEngine(pub String);
+
+impl std::str::FromStr for EngineKind {
+    type Err = UnknownEngine;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownEngine(s.to_string()))
     }
 }
 
