@@ -66,8 +66,8 @@ fn request_overhead(c: &mut Criterion) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
     let spec = Platform::default().cpu;
-    let backend = Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
-    let worker = Worker::spawn(WorkerId(0), 1, backend, image, tx, clock);
+    let backend: Box<dyn spork::backend::Backend> = Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
+    let worker = Worker::spawn(WorkerId(0), 1, vec![backend], image, tx, clock);
     // Ready.
     let _ = rx.blocking_recv();
     // The smallest image: the kernel does next to nothing, so this is the runtime's own overhead.
@@ -78,7 +78,7 @@ fn request_overhead(c: &mut Criterion) {
         b.iter(|| {
             id += 1;
             worker
-                .send(JobMsg {
+                .send(0, JobMsg {
                     id,
                     input: Input::Built(payload.clone()),
                     optional: false,

@@ -15,6 +15,7 @@
 //! busy_power_w = 50.0
 //! idle_power_w = 20.0
 //! price_per_hour = 0.982
+//! compute_units = 1        # requests a board serves at once, each at `speedup` (default 1)
 //!
 //! [requests]
 //! deadline_factor = 10.0   # deadline = arrival + factor x size
@@ -45,6 +46,7 @@ struct RawWorker {
     busy_power_w: Option<Spanned<f64>>,
     idle_power_w: Option<Spanned<f64>>,
     price_per_hour: Option<Spanned<f64>>,
+    compute_units: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -143,6 +145,11 @@ fn apply_worker(
             spans.insert(format!("{name}.{field}"), v.span());
         }
     }
+    if let Some(v) = &w.compute_units {
+        // Out of range is the platform's check, with this span.
+        spec.compute_units = (*v.get_ref()).clamp(0, i64::from(u32::MAX)) as u32;
+        spans.insert(format!("{name}.compute_units"), v.span());
+    }
     Ok(())
 }
 
@@ -179,6 +186,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.toml:2:11: fpga.spin_up"), "{e}");
+        let e = parse_platform(Path::new("p.toml"), "[fpga]\ncompute_units = 0\n").unwrap_err().to_string();
+        assert!(e.starts_with("p.toml:2:17: fpga.compute_units"), "{e}");
+        let e = parse_platform(Path::new("p.toml"), "[cpu]\ncompute_units = 2\n").unwrap_err().to_string();
+        assert!(e.contains("cpu.compute_units") && e.contains("add CPU workers"), "{e}");
+        let p = parse_platform(Path::new("p.toml"), "[fpga]\ncompute_units = 4\n").unwrap();
+        assert_eq!(p.fpga.compute_units, 4);
         let e = parse_platform(Path::new("p.toml"), "[gpu]\nspeedup = 2\n").unwrap_err().to_string();
         assert!(e.contains("p.toml:1:") && e.contains("gpu"), "{e}");
         let e = parse_platform(Path::new("p.toml"), "[cpu]\nspeedup = 2\n").unwrap_err().to_string();

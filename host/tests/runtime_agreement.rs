@@ -128,3 +128,44 @@ fn an_overloaded_board_rejects_as_predicted() {
         "the board is overloaded in the prediction: {model:?}"
     );
 }
+
+#[test]
+fn boards_of_four_compute_units_agree_with_their_prediction() {
+    // The overloaded scenario above, its one board now holding four compute units: the load that
+    // queued one CU 1.5x past its capacity spreads over four, live and predicted alike; and the
+    // hybrid scenario with boards of four CUs (SporkE holds fewer of them).
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let items_per_sec = image.calibrate(100_000);
+    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
+    let mut platform = c.apply(Platform::default(), false);
+    platform.deadline_factor = 100.0;
+    platform.fpga.compute_units = 4;
+    let (seconds, size) = (3.0, 0.0001);
+    let rate = 1.5 / (size / c.speedup());
+    let requests =
+        spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
+    let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
+    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
+    agree("fpga-dynamic on one board of 4 CUs", &r, requests.len());
+    let model = r.evaluator.clone().expect("prediction");
+    assert!(
+        (model.rejected as f64) < 0.01 * requests.len() as f64 && r.fpga_share > 0.95,
+        "four CUs take what overloaded one: {model:?}, live share {:.3}",
+        r.fpga_share
+    );
+
+    let mut platform = Platform::default();
+    platform.fpga.spin_up = from_secs(0.5);
+    platform.cpu.busy_power_w = 600.0;
+    platform.fpga.compute_units = 4;
+    let c = Calibration { items_per_sec, clock_hz: 100e6, items_per_cycle: 1.0 };
+    let platform = c.apply(platform, true);
+    let seconds = 8.0;
+    let requests =
+        spork::run::trace::bursty(from_secs(seconds), 240.0, 0.65, from_secs(0.001), 0.0, 11).expect("trace");
+    let plan = Plan { seed: 11, ..Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")) };
+    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
+    agree("spork-e on boards of 4 CUs", &r, requests.len());
+    let model = r.evaluator.expect("prediction");
+    assert!(model.fpga_share > 0.3 && model.fpga_spin_ups >= 1, "the scenario uses FPGAs: {model:?}");
+}

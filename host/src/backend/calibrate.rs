@@ -94,6 +94,24 @@ impl Calibration {
         Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
     }
 
+    /// `platform` with the compute units of `target`'s image of `image`'s kernel when the profile
+    /// left the default one: a manifest says how many kernel instances its image holds.
+    pub fn with_manifest_units(mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
+        let path = match &image.kernel {
+            KernelRef::Builtin(k) => manifest_path(target, k.name()),
+            KernelRef::Repo(r) => match &r.spec.timing {
+                Some(TimingSpec::Manifest(p)) => p.clone(),
+                _ => return platform,
+            },
+        };
+        if platform.fpga.compute_units == 1
+            && let Ok(m) = Manifest::load(&path)
+        {
+            platform.fpga.compute_units = m.compute_units;
+        }
+        platform
+    }
+
     /// The board's throughput (items/s).
     pub fn device_items_per_sec(&self) -> f64 {
         self.clock_hz * self.items_per_cycle

@@ -18,7 +18,7 @@ use spork_sim::dispatch::Dispatch;
 
 pub use crate::engine::hardware::EngineKind;
 use crate::engine::hardware::{Board, DispatchStats, HardwareDispatch, HwDecision};
-use crate::model::{Kind, Time, WorkerId};
+use crate::model::{Kind, Time, Unit};
 use crate::policy::dispatch::Job;
 
 /// Cycles the engine may take on one decision before it is declared hung.
@@ -55,11 +55,11 @@ pub struct DispatchEngine {
     /// The engine's cycle counter, as the host has clocked it.
     now: u64,
     /// The board on each element.
-    slots: [Option<WorkerId>; PES],
+    slots: [Option<Unit>; PES],
     /// What each element holds (as last written, or booked by a grant).
     held: [Config; PES],
     /// Each described board's start in the last decision, engine cycles.
-    starts: Vec<(WorkerId, u64)>,
+    starts: Vec<(Unit, u64)>,
     next_id: u16,
     stats: Arc<DispatchStats>,
 }
@@ -232,7 +232,7 @@ impl HardwareDispatch for DispatchEngine {
         }
     }
 
-    fn start_cycles(&self, id: WorkerId) -> Option<u64> {
+    fn start_cycles(&self, id: Unit) -> Option<u64> {
         self.starts.iter().find(|(w, _)| *w == id).map(|&(_, s)| s)
     }
 

@@ -78,6 +78,22 @@ impl Board {
     pub fn fpga_limit(&self) -> Option<u32> {
         (!matches!(self, Board::Sim | Board::Model(_) | Board::Remote(_))).then_some(1)
     }
+
+    /// Whether its boards can hold `n` compute units: the simulated and emulated boards run a
+    /// backend per CU (a Verilated core each, or the board's timeline each); a real board's CUs are
+    /// instances in its xclbin or AFI, which its driver here addresses as one, and a worker host
+    /// leases one slot per worker.
+    pub fn check_compute_units(&self, n: u32) -> Result<(), String> {
+        if n <= 1 || matches!(self, Board::Sim | Board::Model(_)) {
+            return Ok(());
+        }
+        Err(format!(
+            "fpga.compute_units = {n} is not supported on the {} board: its driver runs one kernel \
+             instance per board (use --board sim or model to study compute units, or set \
+             compute_units = 1)",
+            self.describe()
+        ))
+    }
 }
 
 /// The backend of a new worker of `kind`: a CPU thread running the reference, or a slot of `board`

@@ -239,11 +239,12 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             Model::load(&name).with_context(|| format!("loading the simulated-board model of {name}"))?;
         let tp = standard_workload(&model, 1)?;
         let manifest_path = dir.join(format!("{name}.toml"));
-        // Load measurements stay; timing from place and route stays while its Verilog does.
+        // Load measurements and compute units stay; timing from place and route stays while its
+        // Verilog does.
         let sha = bitstream::sha256_hex(&here);
-        let (measured, timing) = match Manifest::load(&manifest_path) {
-            Ok(m) => (m.measured, if m.source_sha256 == sha { m.timing } else { None }),
-            Err(_) => (None, None),
+        let (measured, timing, compute_units) = match Manifest::load(&manifest_path) {
+            Ok(m) => (m.measured, if m.source_sha256 == sha { m.timing } else { None }, m.compute_units),
+            Err(_) => (None, None, 1),
         };
         let source = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
         let m = Manifest {
@@ -257,6 +258,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             clock_note: "nominal: yosys reports no timing; a vendor flow records its achieved clock".into(),
             items_per_cycle: tp.items_per_cycle(),
             item: tp.item.into(),
+            compute_units,
             resources: syn.resources,
             agfi: None,
             measured,

@@ -165,6 +165,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         clock_note: "nominal: yosys reports no timing; a vendor flow records its achieved clock".into(),
         items_per_cycle: 1.0 / report.cycles_per_item.max(1e-9),
         item: "item".into(),
+        compute_units: 1,
         resources: syn.resources,
         agfi: None,
         measured: None,

@@ -25,6 +25,10 @@ pub struct PlatformArgs {
     /// CPU idle power in watts [paper: 10, 30, 50].
     #[arg(long, value_name = "W")]
     pub cpu_idle_power: Option<f64>,
+    /// Compute units per FPGA board: requests a board serves at once, each at the FPGA speedup
+    /// [paper: 1; beyond the paper].
+    #[arg(long, value_name = "N")]
+    pub fpga_compute_units: Option<u32>,
 }
 
 impl PlatformArgs {
@@ -48,6 +52,9 @@ impl PlatformArgs {
         }
         if let Some(v) = self.cpu_idle_power {
             p.cpu.idle_power_w = v;
+        }
+        if let Some(v) = self.fpga_compute_units {
+            p.fpga.compute_units = v;
         }
         p.validate().context("invalid platform from the command-line flags")?;
         Ok(p)

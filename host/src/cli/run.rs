@@ -143,6 +143,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
+    let platform = Calibration::with_manifest_units(platform, args.board.target(), &image);
+    board.check_compute_units(platform.fpga.compute_units).map_err(anyhow::Error::msg)?;
     platform.validate().context("the measured platform is not valid")?;
     let (reqs, horizon) = args.workload.requests()?;
     let kernel_timeout = Duration::from_nanos(args.kernel_timeout);

@@ -14,7 +14,7 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
     };
     format!(
         "{origin}, {:.0} s, size {:.3} ms, ~{:.0} requests ({:.0} req/s mean, peak/mean {:.2}), seed {}\n\
-         platform: FPGA spin-up {:.3} s (= interval), speedup {}x, busy/idle {}/{} W, ${}/h; \
+         platform: FPGA spin-up {:.3} s (= interval), speedup {}x{}, busy/idle {}/{} W, ${}/h; \
          CPU spin-up {:.3} s, busy/idle {}/{} W, ${}/h; deadline {}x size",
         t.duration_s,
         t.size_ms,
@@ -24,6 +24,7 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
         t.seed,
         to_secs(p.fpga.spin_up),
         p.fpga.speedup,
+        cus_note(p.fpga.compute_units),
         p.fpga.busy_power_w,
         p.fpga.idle_power_w,
         p.fpga.price_per_hour,
@@ -33,6 +34,11 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
         p.cpu.price_per_hour,
         p.deadline_factor,
     )
+}
+
+/// How the platform line names a board of several compute units (nothing for the paper's one).
+pub fn cus_note(n: u32) -> String {
+    if n > 1 { format!(" on each of {n} compute units per board") } else { String::new() }
 }
 
 /// Reports side by side, one row each.

@@ -7,8 +7,7 @@ use super::outcome::{Outcome, Tally};
 use super::plan::{Oracle, Plan};
 use super::sizes::Sizes;
 use super::timers::{Due, Timer, Timers};
-use crate::model::pool::Phase;
-use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, WorkerId, WorkerState};
+use crate::model::{Kind, PerKind, Platform, Pool, Request, Time, Unit, WorkerId, WorkerState};
 use crate::policy::arbitrate::{Bid, BoardShare, Value};
 use crate::policy::brownout::admit;
 use crate::policy::estimate::Statistic;
@@ -111,7 +110,8 @@ impl Engine {
             sizes: Sizes::new(plan.sizes),
             first_scheduling: false,
             platform,
-            pool: Pool::numbered(plan.dispatcher().numbering()),
+            pool: Pool::numbered(plan.dispatcher().numbering())
+                .with_compute_units(Kind::Fpga, platform.fpga_compute_units()),
             timers: Timers::default(),
             target: 0,
             release_timing: plan.release,
@@ -304,8 +304,8 @@ impl Engine {
     /// (a board slower than its model, a starved CPU thread), the pool takes the later time, so
     /// dispatch sees the real backlog: a worker behind by more than a request's deadline horizon
     /// takes no more of it, and with [`Admission::RejectLate`] its queue stays within deadlines.
-    pub fn observe_backlog(&mut self, id: WorkerId, drains_at: Time) {
-        self.pool.delay(id, drains_at);
+    pub fn observe_backlog(&mut self, unit: Unit, drains_at: Time) {
+        self.pool.delay(unit, drains_at);
     }
 
     /// Takes a worker that failed (a board that did not configure, a hung kernel) out of service now:
@@ -521,10 +521,10 @@ impl Engine {
         } else {
             (self.dispatcher.place(&self.pool, &job, now), self.fleet)
         };
-        let (id, fresh) = match placement {
-            Placement::Assign(id) => (id, false),
+        let (unit, fresh) = match placement {
+            Placement::Assign(unit) => (unit, false),
             Placement::SpinUp(kind) if !self.caps.at_cap(&self.pool, kind) => {
-                (self.spin_up(kind, now, fx), true)
+                (Unit::of(self.spin_up(kind, now, fx)), true)
             }
             Placement::SpinUp(_) => {
                 self.counts.capped += 1;
@@ -535,11 +535,11 @@ impl Engine {
                 (w, false)
             }
         };
-        if !fresh && !self.admits(id, &job, now) {
+        if !fresh && !self.admits(unit, &job, now) {
             self.tally.rejected += 1;
             return Arrival::Rejected;
         }
-        let booked = self.book(r, id, actual, fx);
+        let booked = self.book(r, unit, actual, fx);
         self.sizes.booked(estimate, r.size, booked.finish);
         Arrival::Assigned(booked)
     }
@@ -554,8 +554,8 @@ impl Engine {
         if !ef.first_step_is_active_fpga() {
             return software;
         }
-        let active = self.pool.index(Phase::Active, Kind::Fpga);
-        let boards: Vec<Board> = active.iter().map(|&(busy_until, id)| Board { id, busy_until }).collect();
+        let units = self.pool.active_units(Kind::Fpga);
+        let boards: Vec<Board> = units.into_iter().map(|(busy_until, id)| Board { id, busy_until }).collect();
         let first = match software {
             Placement::Assign(w) if boards.iter().any(|b| b.id == w) => Some(w),
             _ => None,
@@ -573,36 +573,36 @@ impl Engine {
 
     /// Whether the admission rule lets `job` join worker `id`'s queue at `now`.
     #[inline]
-    fn admits(&self, id: WorkerId, job: &Job, now: Time) -> bool {
+    fn admits(&self, unit: Unit, job: &Job, now: Time) -> bool {
         // The paper's rule admits everything: the evaluator's hot path reads no worker for it.
         if self.admission == Admission::QueueLate {
             return true;
         }
-        let w = self.pool.worker(id);
-        let finish = w.start_at(now).saturating_add(job.service[w.kind.index()]);
+        let kind = self.pool.worker(unit.worker).kind;
+        let finish = self.pool.start_at(unit, now).saturating_add(job.service[kind.index()]);
         self.admission.admits_queued(finish, job.deadline)
     }
 
-    /// At a request's first scheduling on worker `id`, the brownout gate decides its optional part on
+    /// At a request's first scheduling on compute unit `unit`, the brownout gate decides its optional part on
     /// the queue it will face when it starts there; without the part it needs only its mandatory
     /// size of service. The dispatcher placed it with the part: the decision is not taken yet.
-    fn first_schedule(&mut self, r: Request, id: WorkerId, service: Time) -> (Request, Time) {
+    fn first_schedule(&mut self, r: Request, unit: Unit, service: Time) -> (Request, Time) {
         let Some(b) = self.brownout.as_mut().filter(|_| self.first_scheduling) else { return (r, service) };
-        let w = self.pool.worker(id);
-        let (now, start, kind) = (r.arrival, w.start_at(r.arrival), w.kind);
+        let kind = self.pool.worker(unit.worker).kind;
+        let (now, start) = (r.arrival, self.pool.start_at(unit, r.arrival));
         let workers = self.pool.allocated(Kind::Cpu) + self.pool.allocated(Kind::Fpga);
         let decided = admit(r, Some(|| b.gate(now, start, workers)));
         if decided == r { (r, service) } else { (decided, self.platform.spec(kind).service(decided.size)) }
     }
 
-    /// Books `r` on worker `id`: its queue, idle timer, the interval's work, the brownout loop and
+    /// Books `r` on compute unit `unit`: its queue, idle timer, the interval's work, the brownout loop and
     /// the tally.
     #[inline]
-    fn book(&mut self, r: Request, id: WorkerId, job: Job, fx: &mut impl Effects) -> Assignment {
-        let now = r.arrival;
+    fn book(&mut self, r: Request, unit: Unit, job: Job, fx: &mut impl Effects) -> Assignment {
+        let (now, id) = (r.arrival, unit.worker);
         let kind = self.pool.worker(id).kind;
-        let (r, service) = self.first_schedule(r, id, job.service[kind.index()]);
-        let (start, finish) = self.pool.assign(id, now, service);
+        let (r, service) = self.first_schedule(r, unit, job.service[kind.index()]);
+        let (start, finish) = self.pool.assign(unit, now, service);
         if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
             self.arm(id, now);
         }
@@ -614,6 +614,6 @@ impl Engine {
         self.counts.total_size += r.size + r.optional;
         self.tally.record(kind, finish - now, finish > job.deadline);
         fx.served(&r, id, kind, start, finish);
-        Assignment { request: r, worker: id, kind, start, finish, deadline: job.deadline }
+        Assignment { request: r, worker: id, cu: unit.cu, kind, start, finish, deadline: job.deadline }
     }
 }

@@ -69,6 +69,8 @@ pub struct Assignment {
     pub request: Request,
     /// Pool slot.
     pub worker: WorkerId,
+    /// The compute unit of the worker it runs on (0 with one CU).
+    pub cu: u16,
     /// Worker type.
     pub kind: Kind,
     /// Expected start.
@@ -80,6 +82,11 @@ pub struct Assignment {
 }
 
 impl Assignment {
+    /// The compute unit it runs on.
+    pub fn unit(&self) -> crate::model::Unit {
+        crate::model::Unit { worker: self.worker, cu: self.cu }
+    }
+
     /// Whether its optional part is to run.
     pub fn optional(&self) -> bool {
         self.request.optional > 0

@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::model::{Time, WorkerId};
+use crate::model::{Time, Unit};
 use crate::policy::dispatch::Job;
 
 /// Who takes efficient-first's first step.
@@ -53,11 +53,12 @@ impl std::str::FromStr for EngineKind {
     }
 }
 
-/// An active FPGA as the dispatch engine is told it: the worker and when its queue drains.
+/// An active FPGA compute unit as the dispatch engine is told it (one element per CU; a board of
+/// one CU is one element): the unit and when its queue drains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Board {
-    /// The worker.
-    pub id: WorkerId,
+    /// The compute unit.
+    pub id: Unit,
     /// When its queue drains (the pool's booking).
     pub busy_until: Time,
 }
@@ -67,8 +68,8 @@ pub struct Board {
 pub enum HwDecision {
     /// This board takes the request; `start` is when it starts, in the engine's cycles.
     Grant {
-        /// The board.
-        id: WorkerId,
+        /// The compute unit.
+        id: Unit,
         /// Its start in engine cycles (comparable with [`HardwareDispatch::start_cycles`]).
         start: u64,
     },
@@ -84,7 +85,7 @@ pub trait HardwareDispatch: Send {
     /// The decision on `job` at `now` among the active FPGAs `boards`.
     fn decide(&mut self, now: Time, boards: &[Board], job: &Job) -> HwDecision;
     /// The start of board `id` in the last decision's engine cycles, if it was described.
-    fn start_cycles(&self, id: WorkerId) -> Option<u64>;
+    fn start_cycles(&self, id: Unit) -> Option<u64>;
     /// Its counters, shared with reports and metrics.
     fn stats(&self) -> &DispatchStats;
 }
@@ -191,7 +192,7 @@ impl DispatchCounts {
 pub fn verdict(
     hw: &dyn HardwareDispatch,
     decision: HwDecision,
-    software: Option<WorkerId>,
+    software: Option<Unit>,
 ) -> Option<Verdict> {
     Some(match (decision, software) {
         (HwDecision::Beyond, _) => return None,

@@ -145,9 +145,9 @@ fn an_observed_backlog_moves_the_boards_queue_out() {
         let mut e = admitting(admission);
         e.begin(from_secs(20.0), &mut fx);
         let board = WorkerId(0);
-        e.observe_backlog(board, from_secs(1.0));
+        e.observe_backlog(board.into(), from_secs(1.0));
         assert_eq!(e.pool().worker(board).busy_until, from_secs(1.0));
-        e.observe_backlog(board, MS);
+        e.observe_backlog(board.into(), MS);
         assert_eq!(e.pool().worker(board).busy_until, from_secs(1.0), "an earlier drain changes nothing");
         match (admission, e.arrive(request(MS, 10 * MS), &mut fx)) {
             (Admission::QueueLate, Arrival::Assigned(a)) => assert_eq!(a.start, from_secs(1.0)),

@@ -221,10 +221,10 @@ impl Run<'_> {
             refuse(reply, Refused::Admission { retry_after: std::time::Duration::from_nanos(span) });
             return;
         };
-        let slot = booked.worker;
+        let (slot, unit) = (booked.worker, booked.unit());
         let generation = self.fleet.generation(slot).unwrap_or(0);
         let (input, inputs) = match (booked.kind, inputs) {
-            (Kind::Fpga, Inputs::Generated(spec, _)) if self.inflight.on_slot(slot) >= BUILT_WINDOW => {
+            (Kind::Fpga, Inputs::Generated(spec, _)) if self.inflight.on_unit(unit) >= BUILT_WINDOW => {
                 (Input::Deferred(spec), Inputs::Generated(spec, None))
             }
             (_, Inputs::Generated(spec, work)) => {
@@ -233,7 +233,7 @@ impl Run<'_> {
             }
             (_, Inputs::Given(work)) => (Input::Built(work.clone()), Inputs::Given(work)),
         };
-        if self.fleet.send(slot, id, input, booked.optional(), now) {
+        if self.fleet.send(unit, id, input, booked.optional(), now) {
             let o = Outstanding { booked, arrived, inputs, reply, generation, started: None };
             self.inflight.insert(id, o);
         } else {
@@ -268,9 +268,10 @@ impl Run<'_> {
 
     fn on_event(&mut self, e: Event, now: Time) {
         match e {
-            Event::Ready { slot, generation, configured } => {
+            Event::Ready { slot, cu, generation, configured } => {
                 self.fleet.set_ready(slot, generation);
-                if let Some(kind) = self.fleet.kind_of(slot, generation) {
+                // A board of several compute units configured once: its first CU's report counts.
+                if let Some(kind) = self.fleet.kind_of(slot, generation).filter(|_| cu == 0) {
                     self.st.record_configured(kind, configured);
                 }
             }
@@ -279,13 +280,13 @@ impl Run<'_> {
                 self.st.faults.log.push(format!("worker slot {}: {error}", slot.0));
                 self.fail_worker(slot, generation, Failure::ConfigureFailed, now);
             }
-            Event::Started { id, slot, generation, at } => {
-                self.inflight.started(id, slot, generation, at);
-                // The worker's real queue drains once what it holds has run from here: the engine
-                // takes that if it is later than its booking (a board behind its model).
-                if self.fleet.kind_of(slot, generation).is_some() {
-                    let drains_at = at.saturating_add(self.inflight.queued_service(slot));
-                    self.engine.observe_backlog(slot, drains_at);
+            Event::Started { id, unit, generation, at } => {
+                self.inflight.started(id, unit.worker, generation, at);
+                // The compute unit's real queue drains once what it holds has run from here: the
+                // engine takes that if it is later than its booking (a board behind its model).
+                if self.fleet.kind_of(unit.worker, generation).is_some() {
+                    let drains_at = at.saturating_add(self.inflight.queued_service(unit));
+                    self.engine.observe_backlog(unit, drains_at);
                 }
             }
             Event::Done(d) => self.on_done(d, now),

@@ -14,7 +14,7 @@ use super::worker::{Event, JobMsg, Worker};
 use crate::backend;
 use crate::datapath::work::Input;
 use crate::engine::Effects;
-use crate::model::{Kind, Time, WorkerId};
+use crate::model::{Kind, Time, Unit, WorkerId};
 
 /// A worker thread behind a pool slot.
 struct Live {
@@ -49,16 +49,24 @@ impl Effects for LiveFleet<'_> {
         // before (the policy charges it so); only the measured configuration remains.
         let delay = if at == ready_at { Duration::ZERO } else { Duration::from_nanos(ready_at - at) };
         let cfg = self.cfg;
-        let mut backend =
-            backend::spawn(kind, &cfg.board, &cfg.platform, &cfg.calibration, &cfg.image, delay, fail);
-        let (events, generation) = (self.events.clone(), self.generation);
-        backend.on_lost(Box::new(move |why| {
-            let _ = events.send(Event::Lost { slot, generation, why });
-        }));
+        // A board of several compute units is a backend per CU; an injected failure fails its first.
+        let units = if kind == Kind::Fpga { cfg.platform.fpga_compute_units() } else { 1 };
+        let backends = (0..units)
+            .map(|cu| {
+                let p = &cfg.platform;
+                let fail = fail && cu == 0;
+                let mut backend = backend::spawn(kind, &cfg.board, p, &cfg.calibration, &cfg.image, delay, fail);
+                let (events, generation) = (self.events.clone(), self.generation);
+                backend.on_lost(Box::new(move |why| {
+                    let _ = events.send(Event::Lost { slot, generation, why });
+                }));
+                backend
+            })
+            .collect();
         let worker = Worker::spawn(
             slot,
             self.generation,
-            backend,
+            backends,
             cfg.image.clone(),
             self.events.clone(),
             self.clock.clone(),
@@ -108,13 +116,14 @@ impl<'c> LiveFleet<'c> {
         }
     }
 
-    /// Queues request `id` on the worker in `slot` (an FPGA job on a configured board may be
-    /// sabotaged by the injector: counting jobs queued on a board still configuring, which may yet
-    /// fail, would make which job stalls depend on timing); false if no live worker holds the slot.
-    pub fn send(&mut self, slot: WorkerId, id: u64, input: Input, optional: bool, now: Time) -> bool {
-        let Some(l) = self.live.get(&slot) else { return false };
+    /// Queues request `id` on compute unit `unit` of its live worker (an FPGA job on a configured
+    /// board may be sabotaged by the injector: counting jobs queued on a board still configuring,
+    /// which may yet fail, would make which job stalls depend on timing); false if no live worker
+    /// holds the slot.
+    pub fn send(&mut self, unit: Unit, id: u64, input: Input, optional: bool, now: Time) -> bool {
+        let Some(l) = self.live.get(&unit.worker) else { return false };
         let stall = if l.kind == Kind::Fpga && l.ready { self.injector.stall() } else { None };
-        l.worker.send(JobMsg { id, input, optional, dispatched: now, stall }).is_ok()
+        l.worker.send(unit.cu, JobMsg { id, input, optional, dispatched: now, stall }).is_ok()
     }
 
     /// Takes the worker of `generation` in `slot` out of service: it hands back its queue unrun and

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::incoming::{Inputs, Reply};
 use crate::engine::Assignment;
-use crate::model::{Kind, Time, WorkerId};
+use crate::model::{Kind, Time, Unit, WorkerId};
 
 /// A request in flight.
 #[derive(Debug)]
@@ -39,8 +39,8 @@ impl Outstanding {
 /// The requests in flight, by id, and the started board jobs by their timeout.
 pub(super) struct InFlight {
     by_id: HashMap<u64, Outstanding>,
-    /// Requests in flight per pool slot, and their booked service.
-    per_slot: HashMap<WorkerId, (usize, Time)>,
+    /// Requests in flight per compute unit, and their booked service.
+    per_unit: HashMap<Unit, (usize, Time)>,
     timeouts: BTreeSet<(Time, u64)>,
     limit: Time,
 }
@@ -48,7 +48,7 @@ pub(super) struct InFlight {
 impl InFlight {
     /// Board jobs running longer than `limit` time out.
     pub fn new(limit: Time) -> InFlight {
-        InFlight { by_id: HashMap::new(), per_slot: HashMap::new(), timeouts: BTreeSet::new(), limit }
+        InFlight { by_id: HashMap::new(), per_unit: HashMap::new(), timeouts: BTreeSet::new(), limit }
     }
 
     pub fn len(&self) -> usize {
@@ -60,20 +60,20 @@ impl InFlight {
     }
 
     pub fn insert(&mut self, id: u64, o: Outstanding) {
-        let slot = self.per_slot.entry(o.slot()).or_default();
-        *slot = (slot.0 + 1, slot.1 + o.booked.service());
+        let unit = self.per_unit.entry(o.booked.unit()).or_default();
+        *unit = (unit.0 + 1, unit.1 + o.booked.service());
         self.by_id.insert(id, o);
     }
 
-    /// Requests in flight on pool slot `slot`.
-    pub fn on_slot(&self, slot: WorkerId) -> usize {
-        self.per_slot.get(&slot).map_or(0, |s| s.0)
+    /// Requests in flight on compute unit `unit`.
+    pub fn on_unit(&self, unit: Unit) -> usize {
+        self.per_unit.get(&unit).map_or(0, |s| s.0)
     }
 
-    /// The booked service of the requests in flight on pool slot `slot`: what its worker still has
+    /// The booked service of the requests in flight on compute unit `unit`: what its queue still has
     /// to run, as the engine booked it.
-    pub fn queued_service(&self, slot: WorkerId) -> Time {
-        self.per_slot.get(&slot).map_or(0, |s| s.1)
+    pub fn queued_service(&self, unit: Unit) -> Time {
+        self.per_unit.get(&unit).map_or(0, |s| s.1)
     }
 
     pub fn get(&self, id: u64) -> Option<&Outstanding> {
@@ -83,7 +83,7 @@ impl InFlight {
     /// Takes request `id` out (answered, moved or rejected).
     pub fn remove(&mut self, id: u64) -> Option<Outstanding> {
         let o = self.by_id.remove(&id)?;
-        if let Some(n) = self.per_slot.get_mut(&o.slot()) {
+        if let Some(n) = self.per_unit.get_mut(&o.booked.unit()) {
             *n = (n.0.saturating_sub(1), n.1.saturating_sub(o.booked.service()));
         }
         if let Some(s) = o.started.filter(|_| o.booked.kind == Kind::Fpga) {
@@ -129,7 +129,7 @@ impl InFlight {
     /// Everything in flight, taken out.
     pub fn take_all(&mut self) -> Vec<(u64, Outstanding)> {
         self.timeouts.clear();
-        self.per_slot.clear();
+        self.per_unit.clear();
         self.by_id.drain().collect()
     }
 }
@@ -143,7 +143,7 @@ mod tests {
     fn booked(kind: Kind, worker: u32) -> Outstanding {
         let request = Request::new(0, 1, 0);
         let booked =
-            Assignment { request, worker: WorkerId(worker), kind, start: 0, finish: 1, deadline: 10 };
+            Assignment { request, worker: WorkerId(worker), cu: 0, kind, start: 0, finish: 1, deadline: 10 };
         let inputs = Inputs::Generated(WorkSpec::new(16, 0, 1, 0), None);
         Outstanding { booked, arrived: 0, inputs, reply: None, generation: 1, started: None }
     }

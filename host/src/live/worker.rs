@@ -1,5 +1,6 @@
-//! The worker runner: one OS thread per worker that configures its backend, then runs the jobs of
-//! its queue in order (FIFO), a panicking backend failing its job, never the thread. The live pool's
+//! The worker runner: one OS thread per worker (per compute unit of a board of several) that
+//! configures its backend, then runs the jobs of its queue in order (FIFO), a panicking backend
+//! failing its job, never the thread. The live pool's
 //! workers ([`Worker`]: every outcome reported to the dispatcher, a board's own timeline, an
 //! emulated board's release, the check against the reference) and a worker host's leased slots
 //! (`worker_host`) both run on it, each with its own [`Jobs`].
@@ -19,7 +20,7 @@ use super::clock::Clock;
 use crate::backend::{Backend, BackendError, Configured, Executed, Power};
 use crate::datapath::work::{Answer, Input, KernelImage, Payload};
 use crate::model::time::from_duration;
-use crate::model::{Kind, Time, WorkerId};
+use crate::model::{Kind, Time, Unit, WorkerId};
 
 /// What a worker does around its backend: told how configuring went, then given each job.
 pub trait Jobs: Send + 'static {
@@ -83,6 +84,8 @@ pub enum Event {
     Ready {
         /// Pool slot.
         slot: WorkerId,
+        /// The compute unit that configured (a board of several reports each).
+        cu: u16,
         /// Generation of the slot (a reused slot is a new worker).
         generation: u64,
         /// What configuring took.
@@ -101,8 +104,8 @@ pub enum Event {
     Started {
         /// Request id.
         id: u64,
-        /// Pool slot.
-        slot: WorkerId,
+        /// Pool slot and compute unit.
+        unit: Unit,
         /// Generation of the slot's worker.
         generation: u64,
         /// When.
@@ -158,13 +161,15 @@ fn board_span(start: Time, parts: &[Option<(u64, Duration)>]) -> (Time, Time, u6
 /// A pool worker's side of the runner: it reports to the dispatcher and keeps a board's timeline.
 struct PoolJobs {
     slot: WorkerId,
+    /// The compute unit this thread runs.
+    cu: u16,
     generation: u64,
     kind: Kind,
     image: Arc<KernelImage>,
     events: UnboundedSender<Event>,
     clock: Clock,
     cancelled: Arc<AtomicBool>,
-    /// The board's own timeline: when its processing element is next free.
+    /// The board's own timeline: when this compute unit is next free.
     device_free: Time,
 }
 
@@ -172,9 +177,9 @@ impl Jobs for PoolJobs {
     type Job = JobMsg;
 
     fn configured(&mut self, _: &dyn Backend, result: Result<Configured, BackendError>) -> bool {
-        let (slot, generation) = (self.slot, self.generation);
+        let (slot, generation, cu) = (self.slot, self.generation, self.cu);
         let event = match result {
-            Ok(configured) => Event::Ready { slot, generation, configured },
+            Ok(configured) => Event::Ready { slot, cu, generation, configured },
             Err(error) => Event::ConfigureFailed { slot, generation, error },
         };
         let serving = matches!(event, Event::Ready { .. });
@@ -190,8 +195,8 @@ impl Jobs for PoolJobs {
         // Deferred inputs are built here, before the job's wall time starts.
         let work = self.image.inputs(&job.input);
         let start = self.clock.now();
-        let (slot, generation) = (self.slot, self.generation);
-        let _ = self.events.send(Event::Started { id: job.id, slot, generation, at: start });
+        let (unit, generation) = (Unit { worker: self.slot, cu: self.cu }, self.generation);
+        let _ = self.events.send(Event::Started { id: job.id, unit, generation, at: start });
         if let Some(stall) = job.stall {
             std::thread::sleep(stall);
         }
@@ -257,47 +262,53 @@ impl PoolJobs {
     }
 }
 
-/// A running pool worker.
+/// A running pool worker: one thread per compute unit, each with its own backend and queue.
 pub struct Worker {
-    /// Dropped to stop the worker after its queue.
-    tx: Option<mpsc::Sender<JobMsg>>,
+    /// One queue per compute unit; dropped to stop the worker after its queues.
+    tx: Vec<mpsc::Sender<JobMsg>>,
     cancel: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 impl Worker {
-    /// Starts a worker thread for pool slot `slot` (generation `generation`) that configures
-    /// `backend` with `image`, then serves jobs, reporting to `events`.
+    /// Starts a worker for pool slot `slot` (generation `generation`): a thread per backend in
+    /// `units` (its compute units, in order) that configures it with `image`, then serves the jobs
+    /// of its own queue, reporting to `events`.
     pub fn spawn(
         slot: WorkerId,
         generation: u64,
-        backend: Box<dyn Backend>,
+        units: Vec<Box<dyn Backend>>,
         image: Arc<KernelImage>,
         events: UnboundedSender<Event>,
         clock: Clock,
     ) -> Worker {
-        let (tx, rx) = mpsc::channel::<JobMsg>();
         let cancel = Arc::new(AtomicBool::new(false));
-        let kind = backend.kind();
-        let name = format!("spork-{}-{}", kind.name(), slot.0);
-        let cancelled = cancel.clone();
-        let jobs = PoolJobs {
-            slot,
-            generation,
-            kind,
-            image: image.clone(),
-            events,
-            clock,
-            cancelled,
-            device_free: 0,
-        };
-        let thread = run_worker(name, backend, image, jobs, rx).expect("spawning a worker thread");
-        Worker { tx: Some(tx), cancel, thread: Some(thread) }
+        let mut worker = Worker { tx: Vec::new(), cancel: cancel.clone(), threads: Vec::new() };
+        for (cu, backend) in units.into_iter().enumerate() {
+            let (tx, rx) = mpsc::channel::<JobMsg>();
+            let kind = backend.kind();
+            let name = format!("spork-{}-{}.{cu}", kind.name(), slot.0);
+            let jobs = PoolJobs {
+                slot,
+                cu: cu as u16,
+                generation,
+                kind,
+                image: image.clone(),
+                events: events.clone(),
+                clock: clock.clone(),
+                cancelled: cancel.clone(),
+                device_free: 0,
+            };
+            let thread = run_worker(name, backend, image.clone(), jobs, rx).expect("spawning a worker thread");
+            worker.tx.push(tx);
+            worker.threads.push(thread);
+        }
+        worker
     }
 
-    /// Queues a job. Returns it if the worker has gone.
-    pub fn send(&self, job: JobMsg) -> Result<(), JobMsg> {
-        match &self.tx {
+    /// Queues a job on compute unit `cu`. Returns it if the worker has gone (or has no such CU).
+    pub fn send(&self, cu: u16, job: JobMsg) -> Result<(), JobMsg> {
+        match self.tx.get(usize::from(cu)) {
             Some(tx) => tx.send(job).map_err(|e| e.0),
             None => Err(job),
         }
@@ -308,22 +319,22 @@ impl Worker {
         self.cancel.store(true, Ordering::Relaxed);
     }
 
-    /// Stops the worker after its queue; does not wait.
+    /// Stops the worker after its queues; does not wait.
     pub fn stop(&mut self) {
-        self.tx = None;
+        self.tx.clear();
     }
 
-    /// Stops the worker without waiting for its thread (a failed board may be stuck in its kernel).
+    /// Stops the worker without waiting for its threads (a failed board may be stuck in its kernel).
     pub fn detach(mut self) {
         self.cancel();
         self.stop();
-        self.thread.take();
+        self.threads.clear();
     }
 
-    /// Stops the worker and waits for its thread.
+    /// Stops the worker and waits for its threads.
     pub fn join(mut self) {
         self.stop();
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }

@@ -3,6 +3,12 @@
 //! Each worker adds its totals once, when it is released, so the event loop never integrates power:
 //! busy energy = busy power x (service + spin time), idle energy = idle power x the rest of its
 //! allocated time, cost = price x allocated time (spin-up and spin-down included).
+//!
+//! A board of several compute units draws its idle power (shell, clocks, memory) once and each
+//! serving CU's dynamic power (busy minus idle: the kernel's) on top: while `k` CUs serve it draws
+//! `idle + k x (busy - idle)`. Over a run that is `busy x service - idle x (service - occupied)`,
+//! where `occupied` is the time at least one CU served; with one CU the two times are equal and the
+//! formula is the one above.
 
 use super::platform::WorkerSpec;
 use super::time::{Time, to_secs};
@@ -13,8 +19,10 @@ use serde::Serialize;
 pub struct Ledger {
     /// Allocated time: from the allocation decision to the end of spin-down, summed over workers.
     pub allocated: Time,
-    /// Service time of the requests they ran.
+    /// Service time of the requests they ran (summed over compute units).
     pub busy: Time,
+    /// Time at least one compute unit of the worker was serving (equal to `busy` with one CU).
+    pub occupied: Time,
     /// Time spent spinning up and down.
     pub spinning: Time,
     /// Number of spin-ups.
@@ -44,13 +52,19 @@ impl EnergySplit {
 impl Ledger {
     /// Idle time: allocated time not spent serving or spinning.
     pub fn idle(&self) -> Time {
-        self.allocated.saturating_sub(self.busy + self.spinning)
+        self.allocated.saturating_sub(self.occupied + self.spinning)
     }
 
     /// Energy under a worker spec.
     pub fn energy(&self, spec: &WorkerSpec) -> EnergySplit {
+        // Service that ran beside another CU of the same board: its idle share was already drawn.
+        let overlap = self.busy.saturating_sub(self.occupied);
+        let mut busy_j = spec.busy_power_w * to_secs(self.busy);
+        if overlap > 0 {
+            busy_j -= spec.idle_power_w * to_secs(overlap);
+        }
         EnergySplit {
-            busy_j: spec.busy_power_w * to_secs(self.busy),
+            busy_j,
             idle_j: spec.idle_power_w * to_secs(self.idle()),
             spin_j: spec.busy_power_w * to_secs(self.spinning),
         }

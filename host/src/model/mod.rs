@@ -7,6 +7,7 @@ pub mod pool;
 pub mod power;
 pub mod request;
 pub mod time;
+pub mod units;
 
 pub use ledger::{EnergySplit, Ledger};
 pub use per_kind::PerKind;
@@ -15,3 +16,4 @@ pub use pool::{Pool, WorkerId, WorkerState};
 pub use power::Power;
 pub use request::Request;
 pub use time::Time;
+pub use units::Unit;

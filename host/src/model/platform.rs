@@ -53,6 +53,14 @@ pub struct WorkerSpec {
     pub idle_power_w: f64,
     /// Prorated price while allocated (spin-up and spin-down included), in dollars per hour.
     pub price_per_hour: f64,
+    /// Compute units per worker: requests one worker serves at once, each at `speedup` (FPGA only:
+    /// copies of the kernel beside one shell; 1, the paper's board, is not written out).
+    #[serde(skip_serializing_if = "is_one")]
+    pub compute_units: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn ser_secs<S: serde::Serializer>(t: &Time, s: S) -> Result<S::Ok, S::Error> {
@@ -133,6 +141,7 @@ impl Default for Platform {
                 busy_power_w: CPU_BUSY_W,
                 idle_power_w: CPU_IDLE_W,
                 price_per_hour: CPU_PRICE_PER_HOUR,
+                compute_units: 1,
             },
             fpga: WorkerSpec {
                 spin_up: from_secs(FPGA_SPIN_UP_S),
@@ -141,6 +150,7 @@ impl Default for Platform {
                 busy_power_w: FPGA_BUSY_W,
                 idle_power_w: FPGA_IDLE_W,
                 price_per_hour: FPGA_PRICE_PER_HOUR,
+                compute_units: 1,
             },
             deadline_factor: DEADLINE_FACTOR,
         }
@@ -169,6 +179,17 @@ impl Platform {
         self.fpga.spin_up
     }
 
+    /// FPGA-seconds of work one board serves in one interval: the interval times its compute units
+    /// (the allocator counts boards; each CU runs at the FPGA speedup).
+    pub fn board_capacity_s(&self) -> f64 {
+        to_secs(self.interval()) * f64::from(self.fpga.compute_units.max(1))
+    }
+
+    /// Compute units per FPGA board, as the pool holds them.
+    pub fn fpga_compute_units(&self) -> u16 {
+        self.fpga.compute_units.clamp(1, super::units::MAX_COMPUTE_UNITS) as u16
+    }
+
     /// How long a worker of this type stays idle before it may spin down: its spin-up time.
     pub fn idle_timeout(&self, kind: Kind) -> Time {
         self.spec(kind).spin_up
@@ -195,6 +216,15 @@ impl Platform {
             });
         }
         check("requests.deadline_factor", self.deadline_factor, 1.0, limits::MAX_DEADLINE_FACTOR)?;
+        if self.cpu.compute_units != 1 {
+            return Err(PlatformError::OutOfRange {
+                field: "cpu.compute_units".into(),
+                value: f64::from(self.cpu.compute_units),
+                expected: "exactly 1 (a CPU worker is one thread; add CPU workers instead)",
+            });
+        }
+        let cus = f64::from(self.fpga.compute_units);
+        check("fpga.compute_units", cus, 1.0, f64::from(super::units::MAX_COMPUTE_UNITS))?;
         for (kind, s) in [("cpu", &self.cpu), ("fpga", &self.fpga)] {
             if s.busy_power_w < s.idle_power_w {
                 return Err(PlatformError::OutOfRange {

@@ -10,6 +10,7 @@ use super::ledger::Ledger;
 use super::per_kind::PerKind;
 use super::platform::Kind;
 use super::time::Time;
+use super::units::{Lanes, Unit};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
@@ -41,6 +42,15 @@ pub enum WorkerState {
 }
 
 impl WorkerState {
+    /// The dispatch index it is in: active, spinning up, or none (out of dispatch).
+    pub fn phase(self) -> Option<Phase> {
+        match self {
+            WorkerState::Active => Some(Phase::Active),
+            WorkerState::SpinningUp => Some(Phase::Allocating),
+            _ => None,
+        }
+    }
+
     /// Snake-case name (metrics labels).
     pub fn name(self) -> &'static str {
         match self {
@@ -74,8 +84,10 @@ pub struct Worker {
     pub off_at: Time,
     /// Spin-up time charged before `allocated_at` (a pool pre-warmed before the run starts).
     pub prewarm: Time,
-    /// Total service time assigned.
+    /// Total service time assigned (summed over its compute units).
     pub busy: Time,
+    /// Time at least one of its compute units was serving (equal to `busy` with one CU).
+    pub occupied: Time,
     /// Requests assigned.
     pub served: u64,
     /// Workers of its type already allocated when it was allocated (the key of Algorithm 1's L).
@@ -145,6 +157,10 @@ pub struct Pool {
     spinning_down: PerKind<u32>,
     peak: PerKind<u32>,
     ledger: PerKind<Ledger>,
+    /// Compute units per worker of each type (1 unless a board holds several).
+    units: PerKind<u16>,
+    /// The CU queues of types with more than one CU per worker.
+    lanes: PerKind<Lanes>,
 }
 
 impl Pool {
@@ -155,7 +171,23 @@ impl Pool {
 
     /// An empty pool whose workers are numbered by `numbering` (index packing's order).
     pub fn numbered(numbering: Numbering) -> Self {
-        Pool { numbering, ..Self::default() }
+        Pool { numbering, units: PerKind::new(1, 1), ..Self::default() }
+    }
+
+    /// This pool with `n` compute units on each worker of `kind` (at least 1).
+    pub fn with_compute_units(mut self, kind: Kind, n: u16) -> Self {
+        self.units[kind] = n.max(1);
+        self
+    }
+
+    /// Compute units per worker of `kind`.
+    pub fn compute_units(&self, kind: Kind) -> u16 {
+        self.units[kind].max(1)
+    }
+
+    /// Whether workers of `kind` hold several CUs (dispatch then reads the CU index).
+    fn multi(&self, kind: Kind) -> bool {
+        self.units[kind] > 1
     }
 
     /// A worker by id. Panics on an id the pool never handed out (a driver bug, not an input error).
@@ -213,25 +245,59 @@ impl Pool {
         }
     }
 
-    /// The `phase` worker of `kind` with the latest `busy_until` at or before `limit`: for active
+    /// The `phase` compute unit of `kind` whose queue drains latest at or before `limit`: for active
     /// workers, the busiest one that is free by `limit`, or if none is busy, the one idle the
-    /// shortest time (if `limit >= now`).
-    pub fn latest_free_by(&self, phase: Phase, kind: Kind, now: Time, limit: Time) -> Option<WorkerId> {
+    /// shortest time (if `limit >= now`). With one CU per worker, a worker's unit 0.
+    pub fn latest_free_by(&self, phase: Phase, kind: Kind, now: Time, limit: Time) -> Option<Unit> {
         if limit < now {
             return None;
         }
-        self.index(phase, kind).range(..=(limit, WorkerId(u32::MAX))).next_back().map(|&(_, id)| id)
+        if self.multi(kind) {
+            let top = (limit, Unit { worker: WorkerId(u32::MAX), cu: u16::MAX });
+            return self.lanes[kind].index(phase).range(..=top).next_back().map(|&(_, u)| u);
+        }
+        self.index(phase, kind).range(..=(limit, WorkerId(u32::MAX))).next_back().map(|&(_, id)| Unit::of(id))
     }
 
-    /// The worker of `kind` (active or spinning up) whose queue drains first.
-    pub fn earliest_free(&self, kind: Kind) -> Option<WorkerId> {
+    /// The compute unit of `kind` (active or spinning up) whose queue drains first.
+    pub fn earliest_free(&self, kind: Kind) -> Option<Unit> {
+        if self.multi(kind) {
+            let l = &self.lanes[kind];
+            let (a, b) = (l.index(Phase::Active).first(), l.index(Phase::Allocating).first());
+            return [a, b].into_iter().flatten().min().map(|&(_, u)| u);
+        }
         let a = self.active[kind].first();
         let b = self.allocating[kind].first();
         match (a, b) {
-            (Some(x), Some(y)) => Some(if x <= y { x.1 } else { y.1 }),
-            (Some(x), None) | (None, Some(x)) => Some(x.1),
+            (Some(x), Some(y)) => Some(Unit::of(if x <= y { x.1 } else { y.1 })),
+            (Some(x), None) | (None, Some(x)) => Some(Unit::of(x.1)),
             (None, None) => None,
         }
+    }
+
+    /// The active compute units of `kind`, each with when its queue drains, earliest first.
+    pub fn active_units(&self, kind: Kind) -> Vec<(Time, Unit)> {
+        if self.multi(kind) {
+            return self.lanes[kind].index(Phase::Active).iter().copied().collect();
+        }
+        self.active[kind].iter().map(|&(t, id)| (t, Unit::of(id))).collect()
+    }
+
+    /// When `unit`'s queue drains.
+    pub fn drains_at(&self, unit: Unit) -> Time {
+        let w = self.worker(unit.worker);
+        if self.multi(w.kind) { self.lanes[w.kind].drains_at(unit) } else { w.busy_until }
+    }
+
+    /// When a request assigned to `unit` now would start.
+    pub fn start_at(&self, unit: Unit, now: Time) -> Time {
+        self.drains_at(unit).max(now)
+    }
+
+    /// The compute unit of worker `id` whose queue drains first (its only one with one CU).
+    pub fn earliest_unit(&self, id: WorkerId) -> Unit {
+        let kind = self.worker(id).kind;
+        if self.multi(kind) { self.lanes[kind].earliest_of(id) } else { Unit::of(id) }
     }
 
     /// Starts spinning up a worker of `kind` at `now`, ready at `now + spin_up`.
@@ -266,6 +332,7 @@ impl Pool {
             off_at: 0,
             prewarm,
             busy: 0,
+            occupied: 0,
             served: 0,
             rank,
             seq: self.next_seq,
@@ -295,6 +362,10 @@ impl Pool {
         l.spinning += spin;
         let phase = if state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
         self.index_mut(phase, kind).insert((ready_at, id));
+        if self.multi(kind) {
+            let n = self.units[kind];
+            self.lanes[kind].add(id, n, ready_at, phase);
+        }
         id
     }
 
@@ -315,71 +386,90 @@ impl Pool {
         let (key, kind) = ((w.busy_until, id), w.kind);
         self.allocating[kind].remove(&key);
         self.active[kind].insert(key);
+        if self.multi(kind) {
+            self.lanes[kind].move_board(id, Some(Phase::Allocating), Some(Phase::Active));
+        }
     }
 
-    /// Queues `service` of work on a worker; returns when it starts and finishes.
-    pub fn assign(&mut self, id: WorkerId, now: Time, service: Time) -> (Time, Time) {
-        let w = &mut self.slots[id.index()];
+    /// Queues `service` of work on a compute unit; returns when it starts and finishes.
+    pub fn assign(&mut self, unit: impl Into<Unit>, now: Time, service: Time) -> (Time, Time) {
+        let unit = unit.into();
+        let id = unit.worker;
+        let w = &self.slots[id.index()];
         debug_assert!(matches!(w.state, WorkerState::Active | WorkerState::SpinningUp));
-        let start = w.start_at(now);
+        let (kind, phase) = (w.kind, w.state.phase());
+        let start = self.start_at(unit, now);
         let finish = start + service;
-        let old = (w.busy_until, id);
-        w.busy_until = finish;
+        if self.multi(kind) {
+            self.lanes[kind].set(unit, finish, phase);
+        }
+        let w = &mut self.slots[id.index()];
+        // The board is occupied from here where no other CU already had it busy: a CU's queue
+        // starts at `now` or where it drained, so the board's busy future is one span to `busy_until`.
+        w.occupied += finish.saturating_sub(start.max(w.busy_until));
         w.busy += service;
         w.served += 1;
-        let phase = if w.state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
-        let kind = w.kind;
-        let set = self.index_mut(phase, kind);
-        set.remove(&old);
-        set.insert((finish, id));
+        let old = w.busy_until;
+        if finish > old {
+            self.rekey(id, finish);
+        }
         (start, finish)
     }
 
-    /// Pushes a worker's `busy_until` out to `until` if that is later (its real queue is behind the
-    /// booking); its busy time, which energy is charged on, is unchanged: waiting is not work.
-    pub fn delay(&mut self, id: WorkerId, until: Time) {
+    /// Sets worker `id`'s `busy_until` to `until`, re-keying it in its index if it is dispatchable.
+    fn rekey(&mut self, id: WorkerId, until: Time) {
         let w = &mut self.slots[id.index()];
-        if until <= w.busy_until {
+        let old = std::mem::replace(&mut w.busy_until, until);
+        if let Some(phase) = w.state.phase() {
+            let kind = w.kind;
+            let set = self.index_mut(phase, kind);
+            set.remove(&(old, id));
+            set.insert((until, id));
+        }
+    }
+
+    /// Pushes a compute unit's drain out to `until` if that is later (its real queue is behind the
+    /// booking); busy time, which energy is charged on, is unchanged: waiting is not work.
+    pub fn delay(&mut self, unit: Unit, until: Time) {
+        let w = &self.slots[unit.worker.index()];
+        let (kind, state) = (w.kind, w.state);
+        if !matches!(state, WorkerState::Active | WorkerState::SpinningUp | WorkerState::Draining) {
             return;
         }
-        let phase = match w.state {
-            WorkerState::Active => Some(Phase::Active),
-            WorkerState::SpinningUp => Some(Phase::Allocating),
-            WorkerState::Draining => None,
-            _ => return,
-        };
-        let old = (w.busy_until, id);
-        w.busy_until = until;
-        let kind = w.kind;
-        if let Some(phase) = phase {
-            let set = self.index_mut(phase, kind);
-            set.remove(&old);
-            set.insert((until, id));
+        if self.multi(kind) && until > self.lanes[kind].drains_at(unit) {
+            self.lanes[kind].set(unit, until, state.phase());
+        }
+        if until > self.slots[unit.worker.index()].busy_until {
+            self.rekey(unit.worker, until);
         }
     }
 
     /// Drops a failed worker's queue at `now`: the work it had not done leaves its busy time (it is
     /// re-run elsewhere), so it can be released at once.
     pub fn abort_queue(&mut self, id: WorkerId, now: Time) {
-        let w = &mut self.slots[id.index()];
+        let w = &self.slots[id.index()];
         if w.busy_until <= now {
             return;
         }
-        let undone = w.busy_until - now.max(w.ready_at.min(w.busy_until));
-        w.busy = w.busy.saturating_sub(undone);
-        let old = (w.busy_until, id);
-        w.busy_until = now;
-        let kind = w.kind;
-        let phase = match w.state {
-            WorkerState::Active => Some(Phase::Active),
-            WorkerState::SpinningUp => Some(Phase::Allocating),
-            _ => None,
+        let (kind, phase, ready_at) = (w.kind, w.state.phase(), w.ready_at);
+        // What a queue draining at `until` had not done by `now` (nothing before the worker was ready).
+        let undone = |until: Time| until.saturating_sub(now.max(ready_at.min(until)));
+        let cu_undone: Time = if self.multi(kind) {
+            let lanes: Vec<_> = self.lanes[kind].of(id).collect();
+            let mut sum = 0;
+            for (unit, until) in lanes.into_iter().filter(|&(_, t)| t > now) {
+                sum += undone(until);
+                self.lanes[kind].set(unit, now, phase);
+            }
+            sum
+        } else {
+            undone(w.busy_until)
         };
-        if let Some(phase) = phase {
-            let set = self.index_mut(phase, kind);
-            set.remove(&old);
-            set.insert((now, id));
-        }
+        let w = &mut self.slots[id.index()];
+        let board_undone = undone(w.busy_until);
+        w.busy = w.busy.saturating_sub(cu_undone);
+        w.occupied = w.occupied.saturating_sub(board_undone);
+        self.rekey(id, now);
     }
 
     /// Takes an active worker out of dispatch: it keeps its queue and can be released once idle.
@@ -391,6 +481,9 @@ impl Pool {
         self.active[kind].remove(&key);
         self.order.remove(&(seq, id));
         self.draining[kind].insert(id);
+        if self.multi(kind) {
+            self.lanes[kind].move_board(id, Some(Phase::Active), None);
+        }
     }
 
     /// Returns a draining worker to dispatch.
@@ -402,6 +495,9 @@ impl Pool {
         self.active[kind].insert(key);
         self.order.insert((seq, id));
         self.draining[kind].remove(&id);
+        if self.multi(kind) {
+            self.lanes[kind].move_board(id, None, Some(Phase::Active));
+        }
     }
 
     /// Draining workers of `kind`, lowest slot first.
@@ -424,6 +520,9 @@ impl Pool {
         } else {
             self.active[kind].remove(&key);
             self.order.remove(&(seq, id));
+            if self.multi(kind) {
+                self.lanes[kind].move_board(id, Some(Phase::Active), None);
+            }
         }
         self.allocated[kind] -= 1;
         self.spinning_down[kind] += 1;
@@ -439,6 +538,7 @@ impl Pool {
         l.allocated += w.off_at - w.allocated_at + w.prewarm;
         l.spinning += w.off_at - w.released_at;
         l.busy += w.busy;
+        l.occupied += w.occupied;
         l.served += w.served;
         let released = Released { kind, rank: w.rank, lifetime: w.released_at - w.allocated_at };
         self.spinning_down[kind] -= 1;
@@ -465,13 +565,82 @@ mod tests {
         p.assign(a, 0, 50); // busy until 50
         p.assign(b, 0, 100); // busy until 100
         // At now=10, limit 60: b cannot (100 > 60); a can and is busier than idle c.
-        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 60), Some(a));
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 60), Some(Unit::of(a)));
         // limit 200: b is the busiest that meets it.
-        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 200), Some(b));
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 200), Some(Unit::of(b)));
         // limit below now: nobody can start in time.
         assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 5), None);
         // Only idle c qualifies when limit is in [now, 50).
-        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 20), Some(c));
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 20), Some(Unit::of(c)));
+    }
+
+    /// Two boards of three CUs: dispatch sees six queues, release sees two boards.
+    fn two_boards_of_three() -> (Pool, WorkerId, WorkerId) {
+        let mut p = Pool::new().with_compute_units(Kind::Fpga, 3);
+        let (a, b) = (p.prewarm(Kind::Fpga, 0, 10), p.prewarm(Kind::Fpga, 0, 10));
+        (p, a, b)
+    }
+
+    #[test]
+    fn compute_units_are_packed_busiest_first_and_a_board_drains_with_its_last_cu() {
+        let (mut p, a, b) = two_boards_of_three();
+        let cu = |worker, cu| Unit { worker, cu };
+        assert_eq!(p.active_units(Kind::Fpga).len(), 6);
+        assert_eq!(p.assign(cu(a, 1), 0, 50), (0, 50));
+        assert_eq!(p.assign(cu(b, 0), 0, 80), (0, 80));
+        // Busiest CU that meets the limit, then the least idle: a.1 by 60, b.0 by 100.
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 60), Some(cu(a, 1)));
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 100), Some(cu(b, 0)));
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Fpga, 10, 30), Some(cu(b, 2)));
+        // The CUs of a board run side by side: a second request on `a` starts now, not at 50.
+        assert_eq!(p.assign(cu(a, 0), 10, 20), (10, 30));
+        assert_eq!(p.earliest_unit(a), cu(a, 2));
+        assert_eq!(p.worker(a).busy_until, 50, "the board drains with its last CU");
+        assert_eq!(p.earliest_free(Kind::Fpga), Some(cu(a, 2)));
+        // Board a served 70 CU-seconds over 50 occupied ones.
+        assert_eq!((p.worker(a).busy, p.worker(a).occupied), (70, 50));
+        // Released whole once every CU is idle; its CUs leave dispatch with it.
+        p.begin_spin_down(a, 50, 1);
+        assert_eq!(p.active_units(Kind::Fpga).len(), 3);
+        p.finish_spin_down(a);
+        let l = p.ledger(Kind::Fpga);
+        assert_eq!((l.busy, l.occupied, l.idle()), (70, 50, 0));
+    }
+
+    #[test]
+    fn a_board_of_cus_draws_idle_power_once() {
+        let (mut p, a, _) = two_boards_of_three();
+        for c in 0..3 {
+            p.assign(Unit { worker: a, cu: c }, 0, 1_000_000_000);
+        }
+        p.begin_spin_down(a, 2_000_000_000, 0);
+        p.finish_spin_down(a);
+        let spec = crate::model::Platform::default().fpga;
+        let e = p.ledger(Kind::Fpga).energy(&spec);
+        // One second with three CUs busy (20 W + 3 x 30 W), one idle second at 20 W (less the 10 ns
+        // pre-warm charged as spin).
+        assert!((e.busy_j - 110.0).abs() < 1e-9 && (e.idle_j - 20.0).abs() < 1e-6, "{e:?}");
+    }
+
+    #[test]
+    fn a_failed_board_gives_back_every_cus_undone_work() {
+        let (mut p, a, _) = two_boards_of_three();
+        p.assign(Unit { worker: a, cu: 0 }, 0, 100);
+        p.assign(Unit { worker: a, cu: 1 }, 0, 40);
+        p.abort_queue(a, 20);
+        let w = p.worker(a);
+        assert_eq!((w.busy, w.occupied, w.busy_until), (40, 20, 20));
+        assert_eq!(p.start_at(Unit { worker: a, cu: 0 }, 20), 20);
+    }
+
+    #[test]
+    fn a_late_cu_delays_only_itself_and_its_board() {
+        let (mut p, a, _) = two_boards_of_three();
+        p.delay(Unit { worker: a, cu: 2 }, 70);
+        assert_eq!(p.drains_at(Unit { worker: a, cu: 2 }), 70);
+        assert_eq!(p.drains_at(Unit { worker: a, cu: 0 }), 0);
+        assert_eq!(p.worker(a).busy_until, 70);
+        assert_eq!(p.worker(a).busy, 0, "waiting is not work");
     }
 
     #[test]

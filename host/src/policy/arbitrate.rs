@@ -29,6 +29,8 @@ pub struct Value {
     pub work_s: f64,
     /// The interval T_s, seconds.
     pub interval_s: f64,
+    /// FPGA-seconds one board serves in an interval: T_s times its compute units.
+    pub board_s: f64,
     /// Saved per FPGA-second served on a board instead of CPUs: `S*cpu_busy - fpga_busy + fpga_idle`.
     pub per_busy_s: f64,
     /// Holding a board idle for an interval: `T_s*fpga_idle`.
@@ -46,6 +48,7 @@ impl Value {
         Value {
             work_s: if work_s.is_finite() { work_s.max(0.0) } else { 0.0 },
             interval_s,
+            board_s: platform.board_capacity_s(),
             per_busy_s: platform.fpga.speedup * r.cpu_busy - r.fpga_busy + r.fpga_idle,
             idle: interval_s * r.fpga_idle,
             reconfigure: to_secs(platform.fpga.spin_up) * r.fpga_busy,
@@ -56,8 +59,8 @@ impl Value {
     /// Positive exactly when the board's share of the work exceeds Algorithm 1's breakeven threshold
     /// (for a board it holds).
     pub fn gain(&self, k: u32, held: u32) -> f64 {
-        let before = f64::from(k.saturating_sub(1)) * self.interval_s;
-        let served = (self.work_s - before).clamp(0.0, self.interval_s);
+        let before = f64::from(k.saturating_sub(1)) * self.board_s;
+        let served = (self.work_s - before).clamp(0.0, self.board_s);
         let moved = if k > held { self.reconfigure } else { 0.0 };
         served * self.per_busy_s - self.idle - moved
     }
@@ -251,7 +254,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn value(work_s: f64) -> Value {
-        Value { work_s, interval_s: 10.0, per_busy_s: 1.0, idle: 2.0, reconfigure: 1.0 }
+        Value { work_s, interval_s: 10.0, board_s: 10.0, per_busy_s: 1.0, idle: 2.0, reconfigure: 1.0 }
     }
 
     fn bid(want: u32, held: u32, work_s: f64) -> Bid {

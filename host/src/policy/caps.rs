@@ -6,7 +6,7 @@
 //! rejected when the fleet holds no worker of an allowed type at all.
 
 use super::dispatch::Fleet;
-use crate::model::{Kind, PerKind, Pool, Time, WorkerId};
+use crate::model::{Kind, PerKind, Pool, Time, Unit};
 
 /// The most workers of each type the pool may hold (`None`: unbounded).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,12 +33,12 @@ impl Caps {
 
     /// Where a request goes when a cap refused its spin-up: the allowed worker that frees up first, or
     /// `None` (reject it) when the fleet holds no worker at all.
-    pub fn overflow(pool: &Pool, fleet: Fleet, now: Time) -> Option<WorkerId> {
+    pub fn overflow(pool: &Pool, fleet: Fleet, now: Time) -> Option<Unit> {
         Kind::ALL
             .into_iter()
             .filter(|&k| fleet.allows(k))
             .filter_map(|k| pool.earliest_free(k))
-            .min_by_key(|&w| pool.worker(w).start_at(now))
+            .min_by_key(|&u| pool.start_at(u, now))
     }
 }
 
@@ -73,7 +73,7 @@ mod tests {
         let fpga = pool.prewarm(Kind::Fpga, 0, 5);
         pool.assign(cpu, 0, 100);
         pool.assign(fpga, 0, 50);
-        assert_eq!(Caps::overflow(&pool, Fleet::HYBRID, 0), Some(fpga));
-        assert_eq!(Caps::overflow(&pool, Fleet::CPU_ONLY, 0), Some(cpu));
+        assert_eq!(Caps::overflow(&pool, Fleet::HYBRID, 0), Some(Unit::of(fpga)));
+        assert_eq!(Caps::overflow(&pool, Fleet::CPU_ONLY, 0), Some(Unit::of(cpu)));
     }
 }

@@ -146,6 +146,10 @@ pub struct Manifest {
     pub items_per_cycle: f64,
     /// What an item is.
     pub item: String,
+    /// Compute units in the image: copies of the kernel that serve requests side by side, each at
+    /// `clock_mhz` x `items_per_cycle` (1, not written out, for a single kernel).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub compute_units: u32,
     /// Synthesis results.
     pub resources: Resources,
     /// AWS F1: the AFI's global id, once `scripts/build-afi.sh` has made it.
@@ -157,6 +161,14 @@ pub struct Manifest {
     /// Place and route on an iCE40 (`spork hdl timing`): whether it fits, and its achieved clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<super::timing::Timing>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Manifest {
@@ -172,6 +184,16 @@ impl Manifest {
                 "items_per_cycle",
                 format!("{} is not a throughput", m.items_per_cycle),
                 "give the items the design streams per clock cycle, greater than 0",
+            ));
+        }
+        let most = crate::model::units::MAX_COMPUTE_UNITS;
+        if !(1..=most).contains(&m.compute_units) {
+            let at = text.find("compute_units").unwrap_or(0);
+            return Err(InputError::invalid(
+                Location::at(path, &text, at),
+                "compute_units",
+                format!("{} compute units", m.compute_units),
+                format!("give the kernel instances the image holds, from 1 to {most}"),
             ));
         }
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {

@@ -48,7 +48,8 @@ impl Allocator for FpgaStatic {
 pub struct FpgaDynamic {
     headroom: u32,
     first: u32,
-    interval_s: f64,
+    /// FPGA-seconds one board serves in an interval.
+    board_s: f64,
     speedup: f64,
 }
 
@@ -64,7 +65,7 @@ impl FpgaDynamic {
         FpgaDynamic {
             headroom,
             first: demand.fpgas_ceil(0),
-            interval_s: to_secs(platform.interval()),
+            board_s: platform.board_capacity_s(),
             speedup: platform.fpga.speedup,
         }
     }
@@ -79,7 +80,7 @@ impl Allocator for FpgaDynamic {
             return self.initial();
         }
         let work = to_secs(s.fpga_work) + to_secs(s.cpu_work) / self.speedup;
-        ((work / self.interval_s).ceil() as u32 + self.headroom).max(1)
+        ((work / self.board_s).ceil() as u32 + self.headroom).max(1)
     }
 }
 
@@ -98,7 +99,7 @@ impl SporkIdeal {
     }
 
     fn needed(&self, t: usize) -> u32 {
-        needed_fpgas(self.demand.work(t), self.demand.interval_s, self.breakeven_s)
+        needed_fpgas(self.demand.work(t), self.demand.board_s, self.breakeven_s)
     }
 }
 

@@ -2,14 +2,15 @@
 
 use crate::model::{Platform, Time, time::to_secs};
 
-/// Algorithm 1's NeededFPGAs: FPGAs that would have served `work_s` FPGA-seconds in one interval of
-/// `interval_s`, rounding the remainder up only when it exceeds the breakeven threshold.
-pub fn needed_fpgas(work_s: f64, interval_s: f64, breakeven_s: f64) -> u32 {
+/// Algorithm 1's NeededFPGAs: boards that would have served `work_s` FPGA-seconds in one interval,
+/// each serving `board_s` of them (the interval, times its compute units), rounding the remainder up
+/// only when it exceeds the breakeven threshold.
+pub fn needed_fpgas(work_s: f64, board_s: f64, breakeven_s: f64) -> u32 {
     if work_s.is_nan() || work_s <= 0.0 {
         return 0;
     }
-    let full = (work_s / interval_s).floor();
-    let rem = work_s - full * interval_s;
+    let full = (work_s / board_s).floor();
+    let rem = work_s - full * board_s;
     full as u32 + u32::from(rem > breakeven_s)
 }
 
@@ -21,6 +22,8 @@ pub struct Demand {
     pub work_s: Vec<f64>,
     /// Interval length in seconds.
     pub interval_s: f64,
+    /// FPGA-seconds one board serves in an interval ([`Platform::board_capacity_s`]).
+    pub board_s: f64,
 }
 
 impl Demand {
@@ -38,7 +41,7 @@ impl Demand {
             // Offered work: the optional part counts too (brownout may later skip it).
             work[t] += to_secs(r.size + r.optional) / platform.fpga.speedup;
         }
-        Demand { work_s: work, interval_s: to_secs(interval) }
+        Demand { work_s: work, interval_s: to_secs(interval), board_s: platform.board_capacity_s() }
     }
 
     /// Work in interval `t` (zero past the end).
@@ -46,9 +49,9 @@ impl Demand {
         self.work_s.get(t).copied().unwrap_or(0.0)
     }
 
-    /// FPGAs needed to run interval `t`'s work entirely on FPGAs (rounded up).
+    /// Boards needed to run interval `t`'s work entirely on FPGAs (rounded up).
     pub fn fpgas_ceil(&self, t: usize) -> u32 {
-        (self.work(t) / self.interval_s).ceil() as u32
+        (self.work(t) / self.board_s).ceil() as u32
     }
 
     /// Number of intervals.

@@ -42,7 +42,7 @@ impl MarkIdeal {
 
     fn needed(&self, t: usize) -> u32 {
         let work = self.demand.work(t).min(self.demand.work(t + 1));
-        needed_fpgas(work, self.demand.interval_s, self.breakeven_s)
+        needed_fpgas(work, self.demand.board_s, self.breakeven_s)
     }
 }
 

@@ -57,6 +57,10 @@ pub struct SporkAllocator {
     rates: Rates,
     breakeven_s: f64,
     interval_s: f64,
+    /// FPGA-seconds one board serves in an interval (the interval times its compute units).
+    board_s: f64,
+    /// Compute units per board.
+    units: f64,
     spin_up_s: f64,
     speedup: f64,
     /// Needed counts of the last three intervals, newest last: [n_{t-3}, n_{t-2}, n_{t-1}].
@@ -75,6 +79,8 @@ impl SporkAllocator {
             rates: objective.rates(platform),
             breakeven_s: objective.breakeven_secs(platform),
             interval_s: to_secs(platform.interval()),
+            board_s: platform.board_capacity_s(),
+            units: f64::from(platform.fpga_compute_units()),
             spin_up_s: to_secs(platform.fpga.spin_up),
             speedup: platform.fpga.speedup,
             recent: [None; 3],
@@ -87,7 +93,7 @@ impl SporkAllocator {
 
     /// Algorithm 1's NeededFPGAs for an interval that ran `stats`.
     pub fn needed(&self, stats: &IntervalStats) -> u32 {
-        needed_fpgas(stats.fpga_seconds(self.speedup), self.interval_s, self.breakeven_s)
+        needed_fpgas(stats.fpga_seconds(self.speedup), self.board_s, self.breakeven_s)
     }
 
     /// The histogram of counts seen two intervals after `n`.
@@ -126,16 +132,28 @@ impl SporkAllocator {
             let epochs = (life / ts).ceil().max(1.0);
             total += r.fpga_busy * self.spin_up_s / epochs;
         }
+        let (board_busy, board_speedup) = self.per_board();
         for (n, prob) in hist.probabilities() {
             let (c, n) = (candidate as f64, n as f64);
             let interval = if c > n {
-                (c - n) * r.fpga_idle + n * r.fpga_busy // over-allocation
+                (c - n) * r.fpga_idle + n * board_busy // over-allocation
             } else {
-                c * r.fpga_busy + (n - c) * self.speedup * r.cpu_busy // under-allocation
+                c * board_busy + (n - c) * board_speedup * r.cpu_busy // under-allocation
             };
             total += prob * interval * ts;
         }
         total
+    }
+
+    /// A fully busy board's rate and the CPU-seconds it stands for per second: with N compute units
+    /// it draws its idle rate once and N CUs' dynamic rate, and serves N CUs' work (the paper's board
+    /// when N = 1).
+    fn per_board(&self) -> (f64, f64) {
+        let r = &self.rates;
+        if self.units == 1.0 {
+            return (r.fpga_busy, self.speedup);
+        }
+        (r.fpga_idle + self.units * (r.fpga_busy - r.fpga_idle), self.units * self.speedup)
     }
 
     /// Algorithm 2: the FPGA count minimising the expected objective given the count `n_prev` needed
@@ -187,7 +205,7 @@ impl SporkAllocator {
     /// Algorithm 1's rounding of a (fractional) FPGA count: the remainder's work is worth an FPGA
     /// only past the breakeven.
     pub fn round(&self, fpgas: f64) -> u32 {
-        needed_fpgas(fpgas * self.interval_s, self.interval_s, self.breakeven_s)
+        needed_fpgas(fpgas * self.interval_s, self.board_s, self.breakeven_s)
     }
 }
 

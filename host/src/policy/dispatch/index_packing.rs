@@ -30,8 +30,9 @@ impl IndexPacking {
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
         for id in pool.in_number_order() {
-            if self.fleet.allows(pool.worker(id).kind) && can_meet(pool, id, job, now) {
-                return Placement::Assign(id);
+            let unit = pool.earliest_unit(id);
+            if self.fleet.allows(pool.worker(id).kind) && can_meet(pool, unit, job, now) {
+                return Placement::Assign(unit);
             }
         }
         fallback(pool, self.fleet, job, now, self.fpga_spin_up)

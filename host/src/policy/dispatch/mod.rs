@@ -1,7 +1,9 @@
 //! Request dispatchers: where each request runs.
 //!
 //! A dispatcher reads the pool and answers a [`Placement`]; the driver applies it. All three can be
-//! paired with any allocator. When no allocated worker can meet the deadline, a hybrid or CPU-only
+//! paired with any allocator. On boards of several compute units efficient-first packs CUs (the
+//! busiest CU that meets the deadline); round robin and index packing choose a board by their own
+//! order and take its CU that frees first. When no allocated worker can meet the deadline, a hybrid or CPU-only
 //! fleet spins up a new CPU worker (Algorithm 3, line 6). An FPGA-only fleet spins up a new FPGA if
 //! one would still meet the deadline (long requests: deadlines beyond the spin-up), and otherwise
 //! queues the request on the FPGA that frees up first (a deadline miss), spinning one up only if it
@@ -18,7 +20,7 @@ pub use round_robin::RoundRobin;
 use super::objective::Objective;
 use crate::model::pool::Numbering;
 use crate::model::time::from_secs;
-use crate::model::{Kind, Platform, Pool, Time, WorkerId};
+use crate::model::{Kind, Platform, Pool, Time, Unit};
 use serde::Serialize;
 
 /// The worker types a scheduler may use.
@@ -66,8 +68,8 @@ impl Job {
 /// A dispatch decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
-    /// Queue on this worker.
-    Assign(WorkerId),
+    /// Queue on this compute unit (a worker's unit 0 when it has one).
+    Assign(Unit),
     /// Spin up a new worker of this type and queue on it.
     SpinUp(Kind),
 }
@@ -229,8 +231,8 @@ fn fallback(pool: &Pool, fleet: Fleet, job: &Job, now: Time, fpga_spin_up: Time)
     }
 }
 
-/// Whether worker `w` (live) can start `job` by its latest start.
-fn can_meet(pool: &Pool, w: WorkerId, job: &Job, now: Time) -> bool {
-    let worker = pool.worker(w);
-    job.latest_start(worker.kind).is_some_and(|ls| worker.start_at(now) <= ls)
+/// Whether compute unit `u` (of a live worker) can start `job` by its latest start.
+fn can_meet(pool: &Pool, u: Unit, job: &Job, now: Time) -> bool {
+    let kind = pool.worker(u.worker).kind;
+    job.latest_start(kind).is_some_and(|ls| pool.start_at(u, now) <= ls)
 }

@@ -51,9 +51,10 @@ impl RoundRobin {
             let i = (self.next + k) % n;
             let w = &slots[i];
             let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp);
-            if live && self.rotates(w.kind) && can_meet(pool, WorkerId(i as u32), job, now) {
+            let unit = if live { Some(pool.earliest_unit(WorkerId(i as u32))) } else { None };
+            if let Some(unit) = unit.filter(|&u| self.rotates(w.kind) && can_meet(pool, u, job, now)) {
                 self.next = i + 1;
-                return Placement::Assign(WorkerId(i as u32));
+                return Placement::Assign(unit);
             }
         }
         match &mut self.burst {
