@@ -5,13 +5,13 @@ use super::metric::Metric;
 use super::store::{Row, run_key};
 use crate::evaluate::brownout;
 use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
-use crate::model::{Platform, Time, time::from_secs};
+use crate::model::{PerKind, Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
 use crate::policy::brownout::ControllerKind;
 use crate::policy::estimate::Statistic;
 use crate::policy::release::ReleaseTiming;
-use crate::policy::{DispatcherKind, Objective, Scheduler};
+use crate::policy::{Caps, DispatcherKind, Objective, Scheduler};
 use crate::trace::bmodel::bmodel;
 use crate::trace::{RateTrace, SizeSpec, Synthetic};
 use rand::{SeedableRng, rngs::Xoshiro256PlusPlus};
@@ -100,6 +100,8 @@ pub enum Work {
         sizes: Option<Statistic>,
         /// When surplus FPGAs may start their idle countdown.
         release: ReleaseTiming,
+        /// Most boards the pool may hold (`None`: as many as its allocator wants).
+        fpga_boards: Option<u32>,
     },
     /// Several applications, a pool each, sharing boards (beyond the paper: scarce boards).
     Shared {
@@ -181,11 +183,12 @@ impl Job {
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
         let metrics = match &self.work {
-            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release } => {
+            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards } => {
                 let plan = Plan {
                     dispatcher: *dispatcher,
                     sizes: *sizes,
                     release: *release,
+                    caps: Caps(PerKind::new(None, *fpga_boards)),
                     ..Plan::new(*scheduler)
                 };
                 let report = match trace {
@@ -340,6 +343,7 @@ pub(crate) fn sim(
             dispatcher,
             sizes: None,
             release: ReleaseTiming::Drained,
+            fpga_boards: None,
         },
     }
 }

@@ -3,6 +3,7 @@
 //! of controllers is also `spork brownout`.
 
 mod boards;
+mod cus;
 pub mod brownout;
 mod deadline;
 mod fig2;
@@ -18,6 +19,7 @@ mod table9;
 
 pub use boards::Boards;
 pub use brownout::Brownout;
+pub use cus::Cus;
 pub use deadline::Deadline;
 pub use fig2::Fig2;
 pub use fig3::Fig3;
@@ -36,10 +38,10 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 13] {
+pub fn all() -> [&'static dyn Experiment; 14] {
     [
-        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Deadline, &Sizes, &Brownout, &Table9,
-        &Table8,
+        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes, &Brownout,
+        &Table9, &Table8,
     ]
 }
 

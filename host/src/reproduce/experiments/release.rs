@@ -122,6 +122,7 @@ impl Experiment for Release {
                                 dispatcher: None,
                                 sizes: None,
                                 release: timing,
+                                fpga_boards: None,
                             },
                         });
                     }

@@ -67,6 +67,7 @@ impl Experiment for Sizes {
                             dispatcher: None,
                             sizes,
                             release: ReleaseTiming::Drained,
+                            fpga_boards: None,
                         },
                     });
                 }

@@ -69,8 +69,8 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
     assert_eq!(
         ids(),
         [
-            "boards", "brownout", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "release",
-            "sizes", "table8", "table9"
+            "boards", "brownout", "cus", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7",
+            "release", "sizes", "table8", "table9"
         ]
     );
 }
@@ -175,8 +175,8 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
     assert_eq!(
         order,
         [
-            "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "deadline", "sizes",
-            "brownout", "table9", "table8"
+            "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "cus", "deadline",
+            "sizes", "brownout", "table9", "table8"
         ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
