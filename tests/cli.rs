@@ -285,12 +285,16 @@ fn run_replays_a_short_trace_live_and_reports_in_json() {
 /// ties), in at least the push-to-decision cycles of the engine; the golden model decides the same.
 #[test]
 fn run_with_the_rtl_dispatch_engine_reports_its_decisions_checked_against_the_software() {
-    for engine in ["rtl", "golden"] {
+    // Boards of two compute units: the engine's elements are the CUs.
+    for (engine, cus) in [("rtl", "1"), ("golden", "1"), ("rtl", "2")] {
         let args =
             ["run", "--scheduler", "spork-e", "--duration", "3s", "--rate", "150", "--fpga-spinup", "300ms"];
-        let o = spork(&[&args[..], &["--dispatch-engine", engine, "--json", "--no-compare"]].concat());
+        let more = ["--dispatch-engine", engine, "--fpga-compute-units", cus, "--json", "--no-compare"];
+        let o = spork(&[&args[..], &more[..]].concat());
         let v = json(&o);
         let r = &v["runs"][0];
+        let board = r["board"].as_str().expect("board");
+        assert_eq!(board.contains("2 CUs per board"), cus == "2", "{board}");
         let d = &r["dispatch_engine"];
         assert_eq!(d["engine"], engine, "{r}");
         let decisions = d["decisions"].as_u64().expect("decisions");
@@ -323,6 +327,17 @@ fn run_with_the_rtl_dispatch_engine_reports_its_decisions_checked_against_the_so
         "1s",
     ]));
     assert!(e.contains("implements efficient-first"), "{e}");
+}
+
+#[test]
+fn simulate_takes_compute_units_and_refuses_impossible_ones() {
+    let o = spork(&["simulate", "--scheduler", "spork-e", "--duration", "600s", "--fpga-compute-units", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("on each of 4 compute units per board"));
+    for (n, needle) in [("0", "fpga.compute_units"), ("65", "fpga.compute_units")] {
+        let e = stderr(&spork(&["simulate", "--duration", "60s", "--fpga-compute-units", n]));
+        assert!(e.contains(needle) && e.contains("from 1 to 64"), "{e}");
+    }
 }
 
 #[test]

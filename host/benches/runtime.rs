@@ -66,7 +66,8 @@ fn request_overhead(c: &mut Criterion) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
     let spec = Platform::default().cpu;
-    let backend: Box<dyn spork::backend::Backend> = Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
+    let backend: Box<dyn spork::backend::Backend> =
+        Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
     let worker = Worker::spawn(WorkerId(0), 1, vec![backend], image, tx, clock);
     // Ready.
     let _ = rx.blocking_recv();
@@ -78,13 +79,16 @@ fn request_overhead(c: &mut Criterion) {
         b.iter(|| {
             id += 1;
             worker
-                .send(0, JobMsg {
-                    id,
-                    input: Input::Built(payload.clone()),
-                    optional: false,
-                    dispatched: 0,
-                    stall: None,
-                })
+                .send(
+                    0,
+                    JobMsg {
+                        id,
+                        input: Input::Built(payload.clone()),
+                        optional: false,
+                        dispatched: 0,
+                        stall: None,
+                    },
+                )
                 .expect("send");
             loop {
                 if let Some(Event::Done(d)) = rx.blocking_recv() {

@@ -129,8 +129,9 @@ pub struct Args {
     /// Who picks the FPGA for each request: the software rule, or the hardware dispatch engine, the
     /// Verilated RTL (`rtl`) or its cycle-accurate golden model (`golden`), each decision checked
     /// against the software's (counts on /metrics).
-    #[arg(long, default_value = "software", value_parser = super::named::<EngineKind>(EngineKind::ALL.map(EngineKind::name)))]
-    dispatch_engine: EngineKind,
+    /// [default: software]
+    #[arg(long, value_parser = super::named::<EngineKind>(EngineKind::ALL.map(EngineKind::name)))]
+    dispatch_engine: Option<EngineKind>,
 }
 
 /// Mutual TLS to the worker hosts (`[worker_tls]` in the settings file).
@@ -195,6 +196,7 @@ struct File {
     grace: Option<Duration>,
     io_threads: Option<usize>,
     size_estimate: Option<String>,
+    dispatch_engine: Option<String>,
     max_cpu: Option<u32>,
     max_fpga: Option<u32>,
     limits: Option<FileLimits>,
@@ -235,7 +237,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, size_estimate, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
+               auth_health, grace, io_threads, size_estimate, dispatch_engine, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
                a [worker_tls] table (cert, key, ca, name) and a [real_board] table (xclbin, xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -347,7 +349,14 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         ..args.pool
     };
     let plans = pool.plans(&[scheduler], true, None, Plan::new)?;
-    let plan = Plan { dispatch_engine: args.dispatch_engine, ..*plans.last().context("no plan")? };
+    let dispatch_engine = match (args.dispatch_engine, file.dispatch_engine) {
+        (Some(e), _) => e,
+        (None, Some(s)) => {
+            s.parse().map_err(|e| anyhow::anyhow!("dispatch_engine in the config file: {e}"))?
+        }
+        (None, None) => EngineKind::Software,
+    };
+    let plan = Plan { dispatch_engine, ..*plans.last().context("no plan")? };
     super::check_dispatch_engine(&plan)?;
     let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
     let real = args.real.or(file.real_board.unwrap_or_default());

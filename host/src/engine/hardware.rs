@@ -189,11 +189,7 @@ impl DispatchCounts {
 
 /// The verdict on a hardware decision against the software rule's choice among active FPGAs
 /// (`software`: the board its first step took, or `None`); none for a decision beyond the engine.
-pub fn verdict(
-    hw: &dyn HardwareDispatch,
-    decision: HwDecision,
-    software: Option<Unit>,
-) -> Option<Verdict> {
+pub fn verdict(hw: &dyn HardwareDispatch, decision: HwDecision, software: Option<Unit>) -> Option<Verdict> {
     Some(match (decision, software) {
         (HwDecision::Beyond, _) => return None,
         (HwDecision::Grant { id, .. }, Some(sw)) if id == sw => Verdict::Agree,

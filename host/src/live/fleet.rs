@@ -55,7 +55,8 @@ impl Effects for LiveFleet<'_> {
             .map(|cu| {
                 let p = &cfg.platform;
                 let fail = fail && cu == 0;
-                let mut backend = backend::spawn(kind, &cfg.board, p, &cfg.calibration, &cfg.image, delay, fail);
+                let mut backend =
+                    backend::spawn(kind, &cfg.board, p, &cfg.calibration, &cfg.image, delay, fail);
                 let (events, generation) = (self.events.clone(), self.generation);
                 backend.on_lost(Box::new(move |why| {
                     let _ = events.send(Event::Lost { slot, generation, why });

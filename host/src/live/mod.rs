@@ -91,7 +91,9 @@ impl LivePool {
     pub fn start(mut cfg: PoolConfig, oracle: Oracle, clock: Clock) -> std::io::Result<LivePool> {
         bound(&mut cfg);
         let units = cfg.platform.fpga.compute_units;
-        cfg.board.check_compute_units(units).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        cfg.board
+            .check_compute_units(units)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let status = Arc::new(Status::default());
         let stop = cfg.stop.clone();
         let (tx, rx) = unbounded_channel();

@@ -149,7 +149,10 @@ impl PoolReport {
             scheduler: cfg.plan.scheduler.to_string(),
             dispatcher: cfg.plan.dispatcher().name().to_string(),
             kernel: cfg.image.kernel.to_string(),
-            board: cfg.board.describe(),
+            board: match cfg.platform.fpga.compute_units {
+                1 => cfg.board.describe(),
+                n => format!("{} ({n} CUs per board)", cfg.board.describe()),
+            },
             offered: st.offered,
             answered,
             answered_fpga: a.served[Kind::Fpga],

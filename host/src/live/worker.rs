@@ -299,7 +299,8 @@ impl Worker {
                 cancelled: cancel.clone(),
                 device_free: 0,
             };
-            let thread = run_worker(name, backend, image.clone(), jobs, rx).expect("spawning a worker thread");
+            let thread =
+                run_worker(name, backend, image.clone(), jobs, rx).expect("spawning a worker thread");
             worker.tx.push(tx);
             worker.threads.push(thread);
         }

@@ -101,7 +101,10 @@ impl Lanes {
 
     /// Every CU of board `slot` with when it drains.
     pub fn of(&self, slot: WorkerId) -> impl Iterator<Item = (Unit, Time)> + '_ {
-        self.busy[slot.index()].iter().enumerate().map(move |(cu, &t)| (Unit { worker: slot, cu: cu as u16 }, t))
+        self.busy[slot.index()]
+            .iter()
+            .enumerate()
+            .map(move |(cu, &t)| (Unit { worker: slot, cu: cu as u16 }, t))
     }
 
     /// Takes board `slot`'s CUs out of `from`'s index and, if `to` is given, into `to`'s.

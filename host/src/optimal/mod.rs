@@ -132,6 +132,13 @@ fn check(spec: &MilpSpec, load: &[f64]) -> Result<(), MilpError> {
             spec.time_limit_s
         ));
     }
+    if spec.platform.fpga.compute_units != 1 {
+        return bad(format!(
+            "fpga.compute_units = {}: the MILP models the paper's board of one compute unit; use 1 \
+             (`spork simulate` evaluates schedulers on boards of several)",
+            spec.platform.fpga.compute_units
+        ));
+    }
     if !(0.0..=1.0).contains(&spec.mip_rel_gap) {
         return bad(format!("gap {}: use a relative gap from 0 to 1 (--gap)", spec.mip_rel_gap));
     }

@@ -6,6 +6,7 @@
 //! 16 CUs per board. The paper's board is the N = 1 column.
 
 use crate::model::Platform;
+use crate::policy::release::ReleaseTiming;
 use crate::policy::{Objective, Scheduler};
 use crate::reproduce::aggregate::Table;
 use crate::reproduce::charts::{EE, chart, lines};
@@ -14,7 +15,6 @@ use crate::reproduce::experiment::{Experiment, Inputs, Tables};
 use crate::reproduce::jobs::{Job, Work, params, synthetic};
 use crate::reproduce::metric::Metric::{self, CpuShare, EnergyEfficiency, FpgaSpinUps, MissShare};
 use crate::reproduce::plot::Chart;
-use crate::policy::release::ReleaseTiming;
 use crate::trace::SizeSpec;
 
 /// The compute-units experiment.

@@ -3,8 +3,8 @@
 //! of controllers is also `spork brownout`.
 
 mod boards;
-mod cus;
 pub mod brownout;
+mod cus;
 mod deadline;
 mod fig2;
 mod fig3;
