@@ -248,15 +248,22 @@ impl Pool {
     /// The `phase` compute unit of `kind` whose queue drains latest at or before `limit`: for active
     /// workers, the busiest one that is free by `limit`, or if none is busy, the one idle the
     /// shortest time (if `limit >= now`). With one CU per worker, a worker's unit 0.
+    #[inline]
     pub fn latest_free_by(&self, phase: Phase, kind: Kind, now: Time, limit: Time) -> Option<Unit> {
         if limit < now {
             return None;
         }
         if self.multi(kind) {
-            let top = (limit, Unit { worker: WorkerId(u32::MAX), cu: u16::MAX });
-            return self.lanes[kind].index(phase).range(..=top).next_back().map(|&(_, u)| u);
+            return self.latest_cu_free_by(phase, kind, limit);
         }
         self.index(phase, kind).range(..=(limit, WorkerId(u32::MAX))).next_back().map(|&(_, id)| Unit::of(id))
+    }
+
+    /// [`Self::latest_free_by`] on the CU index (kept out of line: the one-CU path is the hot one).
+    #[inline(never)]
+    fn latest_cu_free_by(&self, phase: Phase, kind: Kind, limit: Time) -> Option<Unit> {
+        let top = (limit, Unit { worker: WorkerId(u32::MAX), cu: u16::MAX });
+        self.lanes[kind].index(phase).range(..=top).next_back().map(|&(_, u)| u)
     }
 
     /// The compute unit of `kind` (active or spinning up) whose queue drains first.
@@ -392,25 +399,46 @@ impl Pool {
     }
 
     /// Queues `service` of work on a compute unit; returns when it starts and finishes.
+    #[inline]
     pub fn assign(&mut self, unit: impl Into<Unit>, now: Time, service: Time) -> (Time, Time) {
         let unit = unit.into();
         let id = unit.worker;
-        let w = &self.slots[id.index()];
+        let w = &mut self.slots[id.index()];
         debug_assert!(matches!(w.state, WorkerState::Active | WorkerState::SpinningUp));
-        let (kind, phase) = (w.kind, w.state.phase());
-        let start = self.start_at(unit, now);
-        let finish = start + service;
-        if self.multi(kind) {
-            self.lanes[kind].set(unit, finish, phase);
+        let kind = w.kind;
+        if self.units[kind] > 1 {
+            return self.assign_cu(unit, now, service);
         }
+        // One CU: the worker's queue is the CU's (the evaluator's hot path).
+        let start = w.start_at(now);
+        let finish = start + service;
+        let old = (w.busy_until, id);
+        w.busy_until = finish;
+        w.busy += service;
+        w.occupied += service;
+        w.served += 1;
+        let phase = if w.state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
+        let set = self.index_mut(phase, kind);
+        set.remove(&old);
+        set.insert((finish, id));
+        (start, finish)
+    }
+
+    /// [`Self::assign`] on a board of several CUs: the CU's own queue, and the board's drain.
+    #[inline(never)]
+    fn assign_cu(&mut self, unit: Unit, now: Time, service: Time) -> (Time, Time) {
+        let id = unit.worker;
+        let (kind, phase) = (self.slots[id.index()].kind, self.slots[id.index()].state.phase());
+        let start = self.lanes[kind].drains_at(unit).max(now);
+        let finish = start + service;
+        self.lanes[kind].set(unit, finish, phase);
         let w = &mut self.slots[id.index()];
         // The board is occupied from here where no other CU already had it busy: a CU's queue
         // starts at `now` or where it drained, so the board's busy future is one span to `busy_until`.
         w.occupied += finish.saturating_sub(start.max(w.busy_until));
         w.busy += service;
         w.served += 1;
-        let old = w.busy_until;
-        if finish > old {
+        if finish > w.busy_until {
             self.rekey(id, finish);
         }
         (start, finish)
