@@ -129,7 +129,12 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
     cases(dir.path());
     let kernels = ["sobel", "bloom", "dense"]
         .iter()
-        .map(|k| Kernelled::own(k, None, None, false).expect("calibration"))
+        .map(|k| {
+            let mut k = Kernelled::own(k, None, None, false).expect("calibration");
+            // Boards of two compute units: each answer below comes from one CU's own queue.
+            k.platform.fpga.compute_units = 2;
+            k
+        })
         .collect();
     let cfg = ServeConfig {
         http: "127.0.0.1:0".parse().expect("addr"),
@@ -187,6 +192,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
     };
     assert!(verdicts("agree") > 0, "the RTL dispatch engine decided: {metrics}");
     assert_eq!(verdicts("disagree"), 0, "{metrics}");
+    assert!(metrics.contains("spork_fpga_compute_units{model=\"sobel\"} 2"), "{metrics}");
     for (model, report) in reports {
         let r = report.unwrap_or_else(|| panic!("{model}: the pool ended abnormally"));
         assert_eq!(

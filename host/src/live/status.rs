@@ -32,6 +32,8 @@ pub struct Status {
     pub fpga_target: AtomicU64,
     /// See `fpga_target`.
     pub fpga_cap: AtomicU64,
+    /// Compute units per FPGA board (the allocator's counts are boards).
+    pub fpga_compute_units: AtomicU64,
     /// The size estimator's relative error, median and p95 (x1000).
     pub estimate_error_milli: [AtomicU64; 2],
     /// Requests re-run after their worker failed, and workers lost with their host, so far.
@@ -72,6 +74,8 @@ impl Status {
         self.in_flight.store(in_flight as u64, Ordering::Relaxed);
         self.fpga_target.store(u64::from(engine.target()), Ordering::Relaxed);
         self.fpga_cap.store(engine.fpga_cap().map_or(u64::MAX, u64::from), Ordering::Relaxed);
+        let cus = u64::from(engine.platform().fpga_compute_units());
+        self.fpga_compute_units.store(cus, Ordering::Relaxed);
         for (slot, v) in self.estimate_error_milli.iter().zip(estimate) {
             slot.store(v, Ordering::Relaxed);
         }

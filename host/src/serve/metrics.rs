@@ -94,6 +94,7 @@ pub struct Metrics {
     estimate_error: Family<Quantile, FGauge>,
     fpga_target: Family<ModelOnly, Gauge>,
     fpga_cap: Family<ModelOnly, Gauge>,
+    fpga_compute_units: Family<ModelOnly, Gauge>,
     reruns: Family<ModelOnly, Gauge>,
     workers_lost: Family<ModelOnly, Gauge>,
     hosts: Family<StateOnly, Gauge>,
@@ -136,7 +137,8 @@ impl Metrics {
         let (workers, configurations, configuration_seconds) =
             (Family::default(), Family::default(), Family::default());
         let (energy, brownout, estimate_error) = (Family::default(), Family::default(), Family::default());
-        let (fpga_target, fpga_cap) = (Family::default(), Family::default());
+        let (fpga_target, fpga_cap, fpga_compute_units) =
+            (Family::default(), Family::default(), Family::default());
         let (reruns, workers_lost, hosts) = (Family::default(), Family::default(), Family::default());
         let (host_slots, host_leased, hosts_lost) = (Family::default(), Family::default(), Gauge::default());
         registry.register(
@@ -226,6 +228,11 @@ impl Metrics {
             "FPGAs the pool may hold: its cap, or with shared boards its latest grant (absent: no cap)",
             fpga_cap.clone(),
         );
+        registry.register(
+            "fpga_compute_units",
+            "Compute units per FPGA board: requests one board serves at once (the FPGA counts are boards)",
+            fpga_compute_units.clone(),
+        );
         Metrics {
             registry,
             engine_decisions,
@@ -240,6 +247,7 @@ impl Metrics {
             host_answers,
             fpga_target,
             fpga_cap,
+            fpga_compute_units,
             requests,
             refused,
             budget_bytes,
@@ -365,6 +373,8 @@ impl Metrics {
         let us = s.reconfiguration_us.load(Ordering::Relaxed) as f64;
         self.configuration_seconds.get_or_create(&m()).set(us / 1e6);
         self.fpga_target.get_or_create(&m()).set(s.fpga_target.load(Ordering::Relaxed) as i64);
+        let cus = s.fpga_compute_units.load(Ordering::Relaxed);
+        self.fpga_compute_units.get_or_create(&m()).set(cus as i64);
         let cap = s.fpga_cap.load(Ordering::Relaxed);
         if cap != u64::MAX {
             self.fpga_cap.get_or_create(&m()).set(cap as i64);
