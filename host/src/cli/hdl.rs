@@ -125,7 +125,11 @@ fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Re
             timing.part.clone(),
             format!("{} / {}", timing.logic_cells, timing.logic_cells_total),
             if timing.fits { "yes".into() } else { "no".into() },
-            timing.fmax_mhz.map_or("-".into(), |f| format!("{f:.1}")),
+            match (timing.fmax_mhz, timing.routed) {
+                (Some(f), true) => format!("{f:.1}"),
+                (Some(f), false) => format!("{f:.1} (placed; not routed: estimate)"),
+                (None, _) => "-".into(),
+            },
             format!("{:.1}", timing.seconds),
         ]);
         manifest.timing = Some(timing);

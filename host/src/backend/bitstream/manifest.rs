@@ -246,3 +246,29 @@ impl Manifest {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_units_default_to_one_and_out_of_range_names_the_field() {
+        let path = manifest_path(Target::Sim, "sobel");
+        let text = std::fs::read_to_string(&path).expect("the sobel manifest");
+        assert_eq!(Manifest::load(&path).expect("loads").compute_units, 1, "absent means one");
+        assert!(
+            !Manifest::load(&path).expect("loads").to_toml().contains("compute_units"),
+            "1 is not written"
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let with = |n: &str| {
+            let p = dir.path().join("m.toml");
+            let body = text.replacen("item = ", &format!("compute_units = {n}\nitem = "), 1);
+            std::fs::write(&p, body).expect("write");
+            Manifest::load(&p)
+        };
+        assert_eq!(with("4").expect("four CUs").compute_units, 4);
+        let e = with("0").expect_err("zero CUs").to_string();
+        assert!(e.contains("compute_units") && e.contains("from 1 to 64"), "{e}");
+    }
+}

@@ -38,15 +38,27 @@ pub struct Timing {
     pub logic_cells_total: u64,
     /// Block RAMs used.
     pub ram: u64,
-    /// The achieved clock in MHz, when it fits.
+    /// The achieved clock in MHz, when it fits (nextpnr's post-placement estimate when routing did not
+    /// finish).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fmax_mhz: Option<f64>,
+    /// Whether routing finished within the limit (false: placed only, `fmax_mhz` estimated).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub routed: bool,
     /// The tools.
     pub tools: String,
     /// Wall time of synthesis and place and route, seconds.
     pub seconds: f64,
     /// What the figure is.
     pub note: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// One port of the design, as the shell wires it.
@@ -120,39 +132,71 @@ pub fn place_and_route(
     let seconds = start.elapsed().as_secs_f64();
     let log = std::fs::read_to_string(&log_file).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
-    let Some(status) = status else {
-        return Err(ToolError::Failed {
-            tool: "nextpnr-ice40",
-            file,
-            output: format!(
-                "did not finish within {:.0} s (--limit); its last lines:\n{}",
-                limit.as_secs_f64(),
-                log.lines()
-                    .rev()
-                    .take(5)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            ),
-        });
+    let part = format!("iCE40 {} ({})", PART.0.to_uppercase(), PART.1);
+    let last_lines =
+        || log.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let unrouted = match status {
+        None => Some(format!("did not finish within {:.0} s (--limit)", limit.as_secs_f64())),
+        Some(s) if !s.success() => {
+            let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            let last = last.trim_start_matches("Info:").split_whitespace().collect::<Vec<_>>().join(" ");
+            Some(format!("stopped ({s}) at `{last}`"))
+        }
+        Some(_) => None,
     };
     let found = parse(&log).map_err(|problem| ToolError::Output {
         tool: "nextpnr-ice40",
         file: file.clone(),
         problem,
-    })?;
-    if !status.success() && found.fits {
-        return Err(ToolError::Failed { tool: "nextpnr-ice40", file, output: log });
+    });
+    if let Some(why) = unrouted {
+        // Placed but not routed: the utilisation and the post-placement estimate are still a result,
+        // recorded as such; not even placed (and not a design too large to place) is a failure.
+        return match found {
+            Ok(found) if found.fits && found.fmax.is_some() => Ok(Timing {
+                part,
+                fits: true,
+                logic_cells: found.cells.0,
+                logic_cells_total: found.cells.1,
+                ram: found.ram,
+                fmax_mhz: found.fmax,
+                routed: false,
+                tools,
+                seconds,
+                note: format!(
+                    "placed on an iCE40 in a timing shell with registered IO; routing (router2) {}, so the \
+                     clock is nextpnr's post-placement estimate, not a routed figure",
+                    why.lines().next().unwrap_or_default()
+                ),
+            }),
+            Ok(found) if !found.fits => Ok(Timing {
+                part,
+                fits: false,
+                logic_cells: found.cells.0,
+                logic_cells_total: found.cells.1,
+                ram: found.ram,
+                fmax_mhz: None,
+                routed: false,
+                tools,
+                seconds,
+                note: "does not fit the part: the largest iCE40 is too small for it".into(),
+            }),
+            _ => Err(ToolError::Failed {
+                tool: "nextpnr-ice40",
+                file,
+                output: format!("{why}\n{}", last_lines()),
+            }),
+        };
     }
+    let found = found?;
     Ok(Timing {
-        part: format!("iCE40 {} ({})", PART.0.to_uppercase(), PART.1),
+        part,
         fits: found.fits,
         logic_cells: found.cells.0,
         logic_cells_total: found.cells.1,
         ram: found.ram,
         fmax_mhz: found.fits.then_some(found.fmax).flatten(),
+        routed: true,
         tools,
         seconds,
         note: "place and route on an iCE40, in a timing shell with registered IO: a check that the design \
