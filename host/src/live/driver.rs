@@ -60,6 +60,9 @@ struct Run<'c> {
     trace_over: bool,
     stopped_at: Option<Time>,
     interrupts: u32,
+    /// Workers (by generation) whose configuration failure was counted: a board of several compute
+    /// units fails once, whichever of its CUs reports first.
+    configure_failed: std::collections::HashSet<u64>,
 }
 
 /// Runs the pool `cfg` on `engine` with `clock`, taking requests from `arrivals` until they end (or
@@ -87,6 +90,7 @@ pub(super) async fn drive(
         trace_over: false,
         stopped_at: None,
         interrupts: 0,
+        configure_failed: std::collections::HashSet::new(),
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     let mut published = 0;
@@ -276,8 +280,10 @@ impl Run<'_> {
                 }
             }
             Event::ConfigureFailed { slot, generation, error } => {
-                self.st.faults.configure_failures += 1;
-                self.st.faults.log.push(format!("worker slot {}: {error}", slot.0));
+                if self.configure_failed.insert(generation) {
+                    self.st.faults.configure_failures += 1;
+                    self.st.faults.log.push(format!("worker slot {}: {error}", slot.0));
+                }
                 self.fail_worker(slot, generation, Failure::ConfigureFailed, now);
             }
             Event::Started { id, unit, generation, at } => {
