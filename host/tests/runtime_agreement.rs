@@ -103,28 +103,35 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
     }
 }
 
+/// One emulated board of `cus` compute units under FPGA-dynamic (cap 1) at 1.5x one CU's capacity
+/// (described below); the live run with its prediction, and the requests offered.
+fn one_board_at_one_and_a_half_cus(cus: u32) -> (RunReport, usize) {
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let items_per_sec = image.calibrate(100_000);
+    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
+    let mut platform = c.apply(Platform::default(), false);
+    platform.deadline_factor = 100.0;
+    platform.fpga.compute_units = cus;
+    let (seconds, size) = (3.0, 0.0001);
+    let rate = 1.5 / (size / c.speedup());
+    let requests =
+        spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
+    let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
+    (live(platform, plan, c, Board::Model(None), &requests, seconds), requests.len())
+}
+
 #[test]
 fn an_overloaded_board_rejects_as_predicted() {
     // One emulated board at 9 MHz, about 30x slower than the CPU reference (the emulation keeps the
     // board's timeline exactly; the Verilated board's own lag is the hardening tests' subject); deadlines of 100x the CPU size leave room for queueing. 0.1 ms
     // requests at the rate that loads the one board 1.5x on average (from this machine's measured
     // speed): the queue, and the misses, are the policy's.
-    let image = KernelImage::new(Kernel::Sobel, 9);
-    let items_per_sec = image.calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
-    let mut platform = c.apply(Platform::default(), false);
-    platform.deadline_factor = 100.0;
-    let (seconds, size) = (3.0, 0.0001);
-    let rate = 1.5 / (size / c.speedup());
-    let requests =
-        spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
-    let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
-    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
-    agree("fpga-dynamic on one board", &r, requests.len());
+    let (r, offered) = one_board_at_one_and_a_half_cus(1);
+    agree("fpga-dynamic on one board", &r, offered);
     let model = r.evaluator.expect("prediction");
     // Bounded admission turns the queue's would-be misses into rejections, live and predicted alike.
     assert!(
-        model.rejected as f64 > 0.05 * requests.len() as f64,
+        model.rejected as f64 > 0.05 * offered as f64,
         "the board is overloaded in the prediction: {model:?}"
     );
 }
@@ -134,22 +141,11 @@ fn boards_of_four_compute_units_agree_with_their_prediction() {
     // The overloaded scenario above, its one board now holding four compute units: the load that
     // queued one CU 1.5x past its capacity spreads over four, live and predicted alike; and the
     // hybrid scenario with boards of four CUs (SporkE holds fewer of them).
-    let image = KernelImage::new(Kernel::Sobel, 9);
-    let items_per_sec = image.calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
-    let mut platform = c.apply(Platform::default(), false);
-    platform.deadline_factor = 100.0;
-    platform.fpga.compute_units = 4;
-    let (seconds, size) = (3.0, 0.0001);
-    let rate = 1.5 / (size / c.speedup());
-    let requests =
-        spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(size), 0.0, 5).expect("trace");
-    let plan = Plan { seed: 5, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
-    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
-    agree("fpga-dynamic on one board of 4 CUs", &r, requests.len());
+    let (r, offered) = one_board_at_one_and_a_half_cus(4);
+    agree("fpga-dynamic on one board of 4 CUs", &r, offered);
     let model = r.evaluator.clone().expect("prediction");
     assert!(
-        (model.rejected as f64) < 0.01 * requests.len() as f64 && r.fpga_share > 0.95,
+        (model.rejected as f64) < 0.01 * offered as f64 && r.fpga_share > 0.95,
         "four CUs take what overloaded one: {model:?}, live share {:.3}",
         r.fpga_share
     );
@@ -158,6 +154,7 @@ fn boards_of_four_compute_units_agree_with_their_prediction() {
     platform.fpga.spin_up = from_secs(0.5);
     platform.cpu.busy_power_w = 600.0;
     platform.fpga.compute_units = 4;
+    let items_per_sec = KernelImage::new(Kernel::Sobel, 9).calibrate(100_000);
     let c = Calibration { items_per_sec, clock_hz: 100e6, items_per_cycle: 1.0 };
     let platform = c.apply(platform, true);
     let seconds = 8.0;

@@ -44,6 +44,18 @@ pub struct Calibration {
     pub items_per_cycle: f64,
 }
 
+/// The manifest that describes `image`'s kernel on `target`: a built-in kernel's in `bitstreams/`, a
+/// repository model's when its model.toml names one (`None`: it gives its timing itself, or none).
+fn manifest_of(target: Target, image: &KernelImage) -> Option<std::path::PathBuf> {
+    match &image.kernel {
+        KernelRef::Builtin(k) => Some(manifest_path(target, k.name())),
+        KernelRef::Repo(r) => match &r.spec.timing {
+            Some(TimingSpec::Manifest(p)) => Some(p.clone()),
+            _ => None,
+        },
+    }
+}
+
 impl Calibration {
     /// The board's clock and items per cycle from `target`'s manifest of `kernel` (`clock_mhz`
     /// overrides the clock; a real board without a manifest then streams one item per cycle), and
@@ -54,18 +66,17 @@ impl Calibration {
         clock_mhz: Option<f64>,
         items: u64,
     ) -> Result<Calibration, CalibrationError> {
-        let path = match &image.kernel {
-            KernelRef::Builtin(k) => manifest_path(target, k.name()),
-            KernelRef::Repo(r) => match &r.spec.timing {
-                Some(TimingSpec::Manifest(p)) => p.clone(),
-                Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) => {
-                    let mhz = clock_mhz.unwrap_or(*c);
-                    return Calibration::checked(image, mhz, *items_per_cycle, items);
-                }
-                // The simulated board counts its own cycles; the speedup estimate assumes one item
-                // per cycle until `spork kernel synth` measures it.
-                None => return Calibration::checked(image, clock_mhz.unwrap_or(250.0), 1.0, items),
-            },
+        let path = match (manifest_of(target, image), &image.kernel) {
+            (Some(path), _) => path,
+            (None, KernelRef::Repo(r))
+                if let Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) = &r.spec.timing =>
+            {
+                let mhz = clock_mhz.unwrap_or(*c);
+                return Calibration::checked(image, mhz, *items_per_cycle, items);
+            }
+            // The simulated board counts its own cycles; the speedup estimate assumes one item per
+            // cycle until `spork kernel synth` measures it.
+            (None, _) => return Calibration::checked(image, clock_mhz.unwrap_or(250.0), 1.0, items),
         };
         let (manifest_clock, items_per_cycle) = match Manifest::load(&path) {
             Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
@@ -97,14 +108,8 @@ impl Calibration {
     /// `platform` with the compute units of `target`'s image of `image`'s kernel when the profile
     /// left the default one: a manifest says how many kernel instances its image holds.
     pub fn with_manifest_units(mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
-        let path = match &image.kernel {
-            KernelRef::Builtin(k) => manifest_path(target, k.name()),
-            KernelRef::Repo(r) => match &r.spec.timing {
-                Some(TimingSpec::Manifest(p)) => p.clone(),
-                _ => return platform,
-            },
-        };
         if platform.fpga.compute_units == 1
+            && let Some(path) = manifest_of(target, image)
             && let Ok(m) = Manifest::load(&path)
         {
             platform.fpga.compute_units = m.compute_units;

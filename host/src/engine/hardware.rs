@@ -46,9 +46,7 @@ impl std::str::FromStr for EngineKind {
     type Err = UnknownEngine;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        EngineKind::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+        crate::policy::by_name(&EngineKind::ALL, EngineKind::name, s)
             .ok_or_else(|| UnknownEngine(s.to_string()))
     }
 }

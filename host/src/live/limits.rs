@@ -58,8 +58,27 @@ impl Limits {
         Ok(())
     }
 
-    /// `caps` within the thread limit for each type.
-    pub fn caps(&self, caps: Caps) -> Caps {
-        Caps(PerKind::from_fn(|k: Kind| Some(caps.0[k].map_or(self.workers, |c| c.min(self.workers)))))
+    /// `caps` within the thread limit for each type: a board of `fpga_units` compute units runs a
+    /// thread per CU, so it may hold `workers / fpga_units` boards (at least one).
+    pub fn caps(&self, caps: Caps, fpga_units: u32) -> Caps {
+        let most = |k: Kind| match k {
+            Kind::Cpu => self.workers,
+            Kind::Fpga => (self.workers / fpga_units.max(1)).max(1),
+        };
+        Caps(PerKind::from_fn(|k: Kind| Some(caps.0[k].map_or(most(k), |c| c.min(most(k))))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boards_of_several_cus_count_a_thread_per_cu_against_the_limit() {
+        let l = Limits { workers: 256, ..Limits::default() };
+        assert_eq!(l.caps(Caps::NONE, 1).0, PerKind::new(Some(256), Some(256)));
+        assert_eq!(l.caps(Caps::NONE, 64).0, PerKind::new(Some(256), Some(4)));
+        assert_eq!(l.caps(Caps(PerKind::new(Some(3), Some(2))), 64).0, PerKind::new(Some(3), Some(2)));
+        assert_eq!(Limits { workers: 8, ..l }.caps(Caps::NONE, 64).0.fpga, Some(1), "one board at least");
     }
 }

@@ -165,6 +165,6 @@ impl LivePool {
 /// applies, so a prediction holds the same one), and queues that hold only what can meet its deadline
 /// (a board that falls behind its model must not collect a backlog).
 pub fn bound(cfg: &mut PoolConfig) {
-    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps);
+    cfg.plan.caps = cfg.limits.caps(cfg.plan.caps, cfg.platform.fpga.compute_units);
     cfg.plan.admission = Admission::RejectLate;
 }

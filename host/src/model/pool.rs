@@ -166,7 +166,7 @@ pub struct Pool {
 impl Pool {
     /// An empty pool.
     pub fn new() -> Self {
-        Self::default()
+        Self::numbered(Numbering::default())
     }
 
     /// An empty pool whose workers are numbered by `numbering` (index packing's order).
@@ -178,11 +178,6 @@ impl Pool {
     pub fn with_compute_units(mut self, kind: Kind, n: u16) -> Self {
         self.units[kind] = n.max(1);
         self
-    }
-
-    /// Compute units per worker of `kind`.
-    pub fn compute_units(&self, kind: Kind) -> u16 {
-        self.units[kind].max(1)
     }
 
     /// Whether workers of `kind` hold several CUs (dispatch then reads the CU index).

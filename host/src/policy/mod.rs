@@ -33,7 +33,7 @@ pub use allocator::{Allocator, Demand, IntervalStats};
 
 /// The choice among `all` whose `name` is `s` (ignoring case and surrounding space): how the policy's
 /// named sets (dispatchers, brownout controllers) parse.
-fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
+pub(crate) fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str) -> Option<T> {
     all.iter().copied().find(|&t| name(t).eq_ignore_ascii_case(s.trim()))
 }
 pub use admission::Admission;
