@@ -122,6 +122,12 @@ fn a_live_run_drives_the_loopback_board_through_the_real_binding() {
     assert_eq!(r["configure_failures"], 0, "{r}");
     assert!(r["reconfig_measured_ms"]["count"].as_u64().expect("count") >= 1);
     assert!(r["reconfig_measured_ms"]["min"].as_f64().expect("load") > 0.0, "the xclbin load was timed");
+    // One invocation timed at each configuration (through the real binding, on the loopback's
+    // Verilated kernels), beside the link the engine booked.
+    let inv = &r["invocation_measured_us"];
+    assert_eq!(inv["count"], r["reconfig_measured_ms"]["count"], "one per configuration: {r}");
+    assert!(inv["min"].as_f64().expect("us") > 0.0, "{r}");
+    assert_eq!(r["link"]["invocation"], 50e-6, "the published figure booked: {r}");
 }
 
 #[test]

@@ -68,7 +68,7 @@ fn request_overhead(c: &mut Criterion) {
     let spec = Platform::default().cpu;
     let backend: Box<dyn spork::backend::Backend> =
         Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
-    let worker = Worker::spawn(WorkerId(0), 1, vec![backend], image, tx, clock);
+    let worker = Worker::spawn(WorkerId(0), 1, vec![backend], image, Default::default(), tx, clock);
     // Ready.
     let _ = rx.blocking_recv();
     // The smallest image: the kernel does next to nothing, so this is the runtime's own overhead.

@@ -16,6 +16,9 @@
 //! idle_power_w = 20.0
 //! price_per_hour = 0.982
 //! compute_units = 1        # requests a board serves at once, each at `speedup` (default 1)
+//! invocation = "50us"      # each board invocation's fixed cost (launch, completion); default none
+//! transfer_gb_per_s = 9.0  # host-to-card link, for the bytes each invocation moves; default none
+//! bytes_per_cpu_s = 4e8    # bytes a request moves per CPU-second of its size (a live run measures it)
 //!
 //! [requests]
 //! deadline_factor = 10.0   # deadline = arrival + factor x size
@@ -47,6 +50,9 @@ struct RawWorker {
     idle_power_w: Option<Spanned<f64>>,
     price_per_hour: Option<Spanned<f64>>,
     compute_units: Option<Spanned<i64>>,
+    invocation: Option<Spanned<DurationValue>>,
+    transfer_gb_per_s: Option<Spanned<f64>>,
+    bytes_per_cpu_s: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -150,6 +156,34 @@ fn apply_worker(
         spec.compute_units = (*v.get_ref()).clamp(0, i64::from(u32::MAX)) as u32;
         spans.insert(format!("{name}.compute_units"), v.span());
     }
+    apply_link(name, w, spec, spans, duration)
+}
+
+/// The link fields: any of them states a link, the others then 0 (not charged).
+fn apply_link(
+    name: &str,
+    w: &RawWorker,
+    spec: &mut WorkerSpec,
+    spans: &mut HashMap<String, Range<usize>>,
+    duration: impl Fn(&str, &Spanned<DurationValue>) -> Result<u64, InputError>,
+) -> Result<(), InputError> {
+    if w.invocation.is_none() && w.transfer_gb_per_s.is_none() && w.bytes_per_cpu_s.is_none() {
+        return Ok(());
+    }
+    let mut link = spec.link.unwrap_or_default();
+    if let Some(v) = &w.invocation {
+        link.invocation = duration("invocation", v)?;
+        spans.insert(format!("{name}.invocation"), v.span());
+    }
+    if let Some(v) = &w.transfer_gb_per_s {
+        link.bytes_per_s = *v.get_ref() * 1e9;
+        spans.insert(format!("{name}.transfer_gb_per_s"), v.span());
+    }
+    if let Some(v) = &w.bytes_per_cpu_s {
+        link.bytes_per_cpu_s = *v.get_ref();
+        spans.insert(format!("{name}.bytes_per_cpu_s"), v.span());
+    }
+    spec.link = Some(link);
     Ok(())
 }
 
@@ -161,6 +195,21 @@ mod tests {
     #[test]
     fn empty_file_is_the_default_platform() {
         assert_eq!(parse_platform(Path::new("p.toml"), "").unwrap(), Platform::default());
+    }
+
+    #[test]
+    fn a_link_is_stated_by_any_of_its_fields_and_checked() {
+        let p = parse_platform(Path::new("p.toml"), "[fpga]\ninvocation = \"50us\"\n").unwrap();
+        let link = p.fpga.link.expect("stated");
+        assert_eq!((link.invocation, link.bytes_per_s, link.bytes_per_cpu_s), (50_000, 0.0, 0.0));
+        let p = parse_platform(Path::new("p.toml"), "[fpga]\ntransfer_gb_per_s = 9\nbytes_per_cpu_s = 4e8\n")
+            .unwrap();
+        assert_eq!(p.fpga.link.map(|l| l.bytes_per_s), Some(9e9));
+        let e = parse_platform(Path::new("p.toml"), "[cpu]\ninvocation = \"1ms\"\n").unwrap_err().to_string();
+        assert!(e.contains("cpu.invocation") && e.contains("board"), "{e}");
+        let e =
+            parse_platform(Path::new("p.toml"), "[fpga]\ntransfer_gb_per_s = -1\n").unwrap_err().to_string();
+        assert!(e.contains("fpga.transfer_gb_per_s") && e.contains("p.toml:2"), "{e}");
     }
 
     #[test]

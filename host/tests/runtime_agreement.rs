@@ -16,8 +16,8 @@ use std::time::Duration;
 use spork::backend::{Board, Calibration};
 use spork::datapath::work::KernelImage;
 use spork::engine::Plan;
-use spork::model::time::from_secs;
-use spork::model::{PerKind, Platform, Request};
+use spork::model::time::{from_secs, to_secs};
+use spork::model::{Link, PerKind, Platform, Request};
 use spork::policy::{Caps, Scheduler};
 use spork::run::run;
 use spork::run::{RunConfig, RunReport};
@@ -134,6 +134,39 @@ fn an_overloaded_board_rejects_as_predicted() {
         model.rejected as f64 > 0.05 * offered as f64,
         "the board is overloaded in the prediction: {model:?}"
     );
+}
+
+#[test]
+fn a_board_link_is_charged_live_as_booked() {
+    // The emulated board at 250 MHz serves a 0.1 ms request's pixels in microseconds, but each
+    // invocation costs 2 ms on its link: the board is the link's, live and predicted alike.
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let items_per_sec = image.calibrate(100_000);
+    let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
+    let mut platform = c.apply(Platform::default(), false);
+    platform.deadline_factor = 100.0;
+    let bytes_per_cpu_s = image.bytes_per_item(4096) * items_per_sec;
+    let invocation = from_secs(0.002);
+    platform.fpga.link = Some(Link { invocation, bytes_per_s: 1e9, bytes_per_cpu_s });
+    let (seconds, size) = (3.0, 0.0001);
+    let per_job = to_secs(platform.fpga.service(from_secs(size)));
+    assert!(per_job > 0.002, "the link is in the booked service: {per_job}");
+    let requests = spork::run::trace::bursty(from_secs(seconds), 1.5 / per_job, 0.6, from_secs(size), 0.0, 7)
+        .expect("trace");
+    let plan = Plan { seed: 7, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
+    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
+    agree("a board paying 2 ms per invocation", &r, requests.len());
+    let model = r.evaluator.clone().expect("prediction");
+    assert!(model.rejected as f64 > 0.05 * requests.len() as f64, "the link overloads the board: {model:?}");
+    // Every job on the board's timeline carried its invocation.
+    let floor = r.answered_fpga as f64 * to_secs(invocation);
+    assert!(
+        r.device_s >= floor,
+        "board time {:.3} s for {} jobs (at least {floor:.3} s)",
+        r.device_s,
+        r.answered_fpga
+    );
+    assert!(r.answered_fpga > 0);
 }
 
 #[test]

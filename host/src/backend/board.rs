@@ -88,6 +88,10 @@ impl SimBoardSlot {
 }
 
 impl Backend for SimBoardSlot {
+    fn models_link(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Fpga
     }
@@ -107,7 +111,7 @@ impl Backend for SimBoardSlot {
             return Err(BackendError::Configure { what: image.kernel.to_string(), reason });
         }
         self.load(image)?;
-        Ok(Configured { measured: start.elapsed(), configured_delay: self.delay })
+        Ok(Configured { measured: start.elapsed(), configured_delay: self.delay, invocation: None })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {

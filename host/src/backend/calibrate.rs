@@ -1,7 +1,7 @@
 //! The FPGA speedup of a live run, measured rather than assumed: the board's throughput (clock times
 //! items per cycle, from its manifest) over the CPU reference's, timed on this machine.
 
-use crate::backend::bitstream::{Manifest, Target, manifest_path};
+use crate::backend::bitstream::{Manifest, ManifestLink, Target, manifest_path};
 use crate::datapath::work::{KernelImage, KernelRef};
 use crate::input::InputError;
 use crate::model::Platform;
@@ -105,15 +105,21 @@ impl Calibration {
         Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
     }
 
-    /// `platform` with the compute units of `target`'s image of `image`'s kernel when the profile
-    /// left the default one: a manifest says how many kernel instances its image holds.
-    pub fn with_manifest_units(mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
+    /// `platform` with what `target`'s manifest of `image`'s kernel says of its board: its compute
+    /// units when the profile left the default one, and its host link when the profile states
+    /// none (a manifest without one: the published XRT/Alveo figures). The link moves the bytes
+    /// this kernel's requests measure per CPU-second here, whatever the profile said.
+    pub fn with_manifest(&self, mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
+        let manifest = manifest_of(target, image).and_then(|p| Manifest::load(&p).ok());
         if platform.fpga.compute_units == 1
-            && let Some(path) = manifest_of(target, image)
-            && let Ok(m) = Manifest::load(&path)
+            && let Some(m) = &manifest
         {
             platform.fpga.compute_units = m.compute_units;
         }
+        let bytes_per_cpu_s = image.bytes_per_item(4096) * self.items_per_sec;
+        let stated = platform.fpga.link.map(|l| crate::model::Link { bytes_per_cpu_s, ..l });
+        let link = manifest.and_then(|m| m.link).unwrap_or_else(ManifestLink::published);
+        platform.fpga.link = Some(stated.unwrap_or_else(|| link.link(bytes_per_cpu_s)));
         platform
     }
 

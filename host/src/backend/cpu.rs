@@ -32,7 +32,7 @@ impl Backend for CpuWorker {
         let measured = self.started.elapsed();
         std::thread::sleep(self.delay);
         self.image = Some(image.clone());
-        Ok(Configured { measured, configured_delay: self.delay })
+        Ok(Configured { measured, configured_delay: self.delay, invocation: None })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {

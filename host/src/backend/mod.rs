@@ -175,6 +175,9 @@ pub struct Configured {
     pub measured: Duration,
     /// The profile's configured delay, slept on top (a real board's reconfiguration, a VM's boot).
     pub configured_delay: Duration,
+    /// A real board: one invocation of its smallest job, timed end to end after the load (launch,
+    /// transfers, completion), the cost the link model books per invocation.
+    pub invocation: Option<Duration>,
 }
 
 /// A finished job.
@@ -199,6 +202,12 @@ pub trait Backend: Send {
     /// Whether it is an emulated board: its answers are the software reference's own (not checked
     /// against it again) and its worker releases each when the board's timeline says it is done.
     fn is_reference(&self) -> bool {
+        false
+    }
+    /// Whether its device times leave out the host link (an emulated or simulated board): the
+    /// worker runner then adds the modelled link's cost to each job. A real board's times include
+    /// its own.
+    fn models_link(&self) -> bool {
         false
     }
     /// Whom to tell if the worker is lost while it waits for work (a remote host going down); a

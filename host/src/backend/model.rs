@@ -56,6 +56,10 @@ impl ModelBoardSlot {
 }
 
 impl Backend for ModelBoardSlot {
+    fn models_link(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> Kind {
         Kind::Fpga
     }
@@ -68,7 +72,7 @@ impl Backend for ModelBoardSlot {
             return Err(BackendError::Configure { what: image.kernel.to_string(), reason });
         }
         self.image = Some(image.clone());
-        Ok(Configured { measured: start.elapsed(), configured_delay: self.delay })
+        Ok(Configured { measured: start.elapsed(), configured_delay: self.delay, invocation: None })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {

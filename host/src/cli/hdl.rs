@@ -9,7 +9,7 @@ use clap::{Args as ClapArgs, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use spork::backend::bitstream::timing::{ShellPort, place_and_route};
-use spork::backend::bitstream::{self, Manifest, Role, Target};
+use spork::backend::bitstream::{self, Manifest, ManifestLink, Role, Target};
 use spork_sim::Model;
 use spork_sim::measure::standard_workload;
 
@@ -246,9 +246,11 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         // Load measurements and compute units stay; timing from place and route stays while its
         // Verilog does.
         let sha = bitstream::sha256_hex(&here);
-        let (measured, timing, compute_units) = match Manifest::load(&manifest_path) {
-            Ok(m) => (m.measured, if m.source_sha256 == sha { m.timing } else { None }, m.compute_units),
-            Err(_) => (None, None, 1),
+        let (measured, timing, compute_units, link) = match Manifest::load(&manifest_path) {
+            Ok(m) => {
+                (m.measured, if m.source_sha256 == sha { m.timing } else { None }, m.compute_units, m.link)
+            }
+            Err(_) => (None, None, 1, None),
         };
         let source = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
         let m = Manifest {
@@ -263,6 +265,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             items_per_cycle: tp.items_per_cycle(),
             item: tp.item.into(),
             compute_units,
+            link: link.or_else(|| Some(ManifestLink::published())),
             resources: syn.resources,
             agfi: None,
             measured,

@@ -166,6 +166,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         items_per_cycle: 1.0 / report.cycles_per_item.max(1e-9),
         item: "item".into(),
         compute_units: 1,
+        link: Some(bitstream::ManifestLink::published()),
         resources: syn.resources,
         agfi: None,
         measured: None,

@@ -29,6 +29,18 @@ pub struct PlatformArgs {
     /// [paper: 1; beyond the paper].
     #[arg(long, value_name = "N")]
     pub fpga_compute_units: Option<u32>,
+    /// Fixed cost of each board invocation (launch and completion), paid once per job or batch
+    /// [paper: none; published XRT/Alveo: 50us, a live run's default].
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    pub fpga_invocation: Option<u64>,
+    /// Host-to-card transfer rate for each invocation's bytes, in GB/s [paper: none; published
+    /// XRT/Alveo: 9, a live run's default].
+    #[arg(long, value_name = "GB_PER_S")]
+    pub fpga_transfer_gbps: Option<f64>,
+    /// Bytes a request moves to the board and back per CPU-second of its size (a live run measures
+    /// its kernel's) [paper: none].
+    #[arg(long, value_name = "BYTES")]
+    pub bytes_per_cpu_s: Option<f64>,
 }
 
 impl PlatformArgs {
@@ -56,7 +68,29 @@ impl PlatformArgs {
         if let Some(v) = self.fpga_compute_units {
             p.fpga.compute_units = v;
         }
+        self.apply_link(&mut p);
         p.validate().context("invalid platform from the command-line flags")?;
         Ok(p)
+    }
+
+    /// The link flags over the profile's link: any of them states one.
+    fn apply_link(&self, p: &mut Platform) {
+        if self.fpga_invocation.is_none()
+            && self.fpga_transfer_gbps.is_none()
+            && self.bytes_per_cpu_s.is_none()
+        {
+            return;
+        }
+        let mut link = p.fpga.link.unwrap_or_default();
+        if let Some(v) = self.fpga_invocation {
+            link.invocation = v;
+        }
+        if let Some(v) = self.fpga_transfer_gbps {
+            link.bytes_per_s = v * 1e9;
+        }
+        if let Some(v) = self.bytes_per_cpu_s {
+            link.bytes_per_cpu_s = v;
+        }
+        p.fpga.link = Some(link);
     }
 }

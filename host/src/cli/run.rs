@@ -143,7 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
-    let platform = Calibration::with_manifest_units(platform, args.board.target(), &image);
+    let platform = calibration.with_manifest(platform, args.board.target(), &image);
     board.check_compute_units(platform.fpga.compute_units).map_err(anyhow::Error::msg)?;
     platform.validate().context("the measured platform is not valid")?;
     let (reqs, horizon) = args.workload.requests()?;
@@ -219,6 +219,13 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
         to_secs(horizon),
         to_secs(platform.fpga.spin_up)
     );
+    let link = platform.fpga.link();
+    eprintln!(
+        "board invocation: {:.1} us each, plus its bytes at {:.1} GB/s ({:.3e} bytes per CPU-second measured)",
+        link.invocation as f64 / 1e3,
+        link.bytes_per_s / 1e9,
+        link.bytes_per_cpu_s
+    );
 }
 
 /// Writes the runs' measured reconfiguration latency into the board's manifest of the kernel.
@@ -287,6 +294,16 @@ fn table(runs: &[RunReport]) -> Table {
         if s.count == 0 { "-".into() } else { format!("{:.2} / {:.2} / {:.2}", s.min, s.median, s.max) }
     }));
     t.add_row(row("  + configured delay (s)", &|r| format!("{:.1}", r.reconfig_configured_s)));
+    t.add_row(row("board invocation booked (us; GB/s)", &|r| {
+        let l = &r.link;
+        format!("{:.1}; {:.1}", l.invocation as f64 / 1e3, l.bytes_per_s / 1e9)
+    }));
+    if runs.iter().any(|r| r.invocation_measured_us.count > 0) {
+        t.add_row(row("  measured at configuration (us, median)", &|r| {
+            let s = &r.invocation_measured_us;
+            if s.count == 0 { "-".into() } else { format!("{:.1}", s.median) }
+        }));
+    }
     t.add_row(row("CPU spin-ups (measured ms, median)", &|r| {
         format!("{} ({:.3})", r.cpu_spin_ups, r.cpu_spin_up_measured_ms.median)
     }));

@@ -14,7 +14,7 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
     };
     format!(
         "{origin}, {:.0} s, size {:.3} ms, ~{:.0} requests ({:.0} req/s mean, peak/mean {:.2}), seed {}\n\
-         platform: FPGA spin-up {:.3} s (= interval), speedup {}x{}, busy/idle {}/{} W, ${}/h; \
+         platform: FPGA spin-up {:.3} s (= interval), speedup {}x{}{}, busy/idle {}/{} W, ${}/h; \
          CPU spin-up {:.3} s, busy/idle {}/{} W, ${}/h; deadline {}x size",
         t.duration_s,
         t.size_ms,
@@ -25,6 +25,7 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
         to_secs(p.fpga.spin_up),
         p.fpga.speedup,
         cus_note(p.fpga.compute_units),
+        link_note(p),
         p.fpga.busy_power_w,
         p.fpga.idle_power_w,
         p.fpga.price_per_hour,
@@ -39,6 +40,19 @@ pub fn trace_line(t: &TraceSummary, p: &Platform) -> String {
 /// How the platform line names a board of several compute units (nothing for the paper's one).
 pub fn cus_note(n: u32) -> String {
     if n > 1 { format!(" on each of {n} compute units per board") } else { String::new() }
+}
+
+/// How the platform line names a board's link (nothing for the paper's board, which has none).
+pub fn link_note(p: &Platform) -> String {
+    match p.fpga.link {
+        None => String::new(),
+        Some(l) => format!(
+            ", {:.1} us per invocation + {:.3e} B per CPU-s at {:.1} GB/s",
+            l.invocation as f64 / 1e3,
+            l.bytes_per_cpu_s,
+            l.bytes_per_s / 1e9
+        ),
+    }
 }
 
 /// Reports side by side, one row each.

@@ -42,6 +42,16 @@ impl Payload {
         }
     }
 
+    /// Bytes its inputs hold: what a board invocation moves to the card.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Payload::Image { pixels, .. } => pixels.len() as u64,
+            Payload::Documents(d) => d.iter().map(|d| 4 * d.len() as u64).sum(),
+            Payload::Vectors(v) => v.iter().map(|v| 2 * v.len() as u64).sum(),
+            Payload::Tensors(t) => t.inputs.iter().map(|t| t.len() as u64).sum(),
+        }
+    }
+
     /// The output kind its kernel gives, and how many values: the interior `(w-2) x (h-2)` pixels of a
     /// `w x h` image (what `sobel::sobel` and the RTL give), one score per document, one row per
     /// vector. An image the kernel cannot take has no answer at all.
@@ -206,6 +216,16 @@ impl Output {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Bytes it holds: what a board invocation moves back to the host.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Output::Magnitudes(m) => m.len() as u64,
+            Output::Scores(s) => 2 * s.len() as u64,
+            Output::Activations(rows) => (2 * NEURONS * rows.len()) as u64,
+            Output::Tensors(ts) => ts.iter().map(|t| t.len() as u64).sum(),
+        }
+    }
 }
 
 /// Which kernel: one of Spork's own, or a repository model's.
@@ -359,6 +379,16 @@ impl KernelImage {
                 Output::Activations(xs.iter().map(|x| self.layer.forward(x)).collect::<Result<_, _>>()?)
             }
         })
+    }
+
+    /// Bytes a request of about `items` items moves to the board and back, per item (its inputs and
+    /// its answer): with the reference's speed, the link's bytes per CPU-second.
+    pub fn bytes_per_item(&self, items: u64) -> f64 {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(99);
+        let p = self.payload(items, &mut rng);
+        let out = self.reference(&p).map_or(0, |o| o.bytes());
+        (p.bytes() + out) as f64 / p.items().max(1) as f64
     }
 
     /// The reference's speed on this machine, in items per second (median of five runs of a

@@ -69,6 +69,7 @@ impl Effects for LiveFleet<'_> {
             self.generation,
             backends,
             cfg.image.clone(),
+            cfg.platform.fpga.link(),
             self.events.clone(),
             self.clock.clone(),
         );

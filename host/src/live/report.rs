@@ -95,6 +95,10 @@ pub struct PoolReport {
     pub reconfig_loads_ms: Vec<f64>,
     /// The configured reconfiguration delay on top, s.
     pub reconfig_configured_s: f64,
+    /// The host link each board invocation was booked (and, on an emulated board, charged).
+    pub link: crate::model::Link,
+    /// A real board's invocation as measured at each configuration, us.
+    pub invocation_measured_us: Spread,
     /// FPGA spin-ups the policy made.
     pub fpga_spin_ups: u64,
     /// CPU spin-ups the policy made.
@@ -172,6 +176,8 @@ impl PoolReport {
             reconfig_measured_ms: Spread::of(&st.configured.fpga.measured_ms),
             reconfig_loads_ms: st.configured.fpga.measured_ms.clone(),
             reconfig_configured_s: st.configured.fpga.delay_s,
+            link: platform.fpga.link(),
+            invocation_measured_us: Spread::of(&st.configured.fpga.invocation_us),
             fpga_spin_ups: ledger(Kind::Fpga).spin_ups,
             cpu_spin_ups: ledger(Kind::Cpu).spin_ups,
             cpu_spin_up_measured_ms: Spread::of(&st.configured.cpu.measured_ms),

@@ -37,6 +37,8 @@ pub struct Configurations {
     pub measured_ms: Vec<f64>,
     /// The configured delay slept on top (s).
     pub delay_s: f64,
+    /// A real board's invocation measured at each configuration (us).
+    pub invocation_us: Vec<f64>,
 }
 
 /// The board's own timeline beside the wall time the simulation took.
@@ -107,6 +109,7 @@ impl RunStats {
         let k = &mut self.configured[kind];
         k.measured_ms.push(c.measured.as_secs_f64() * 1e3);
         k.delay_s = c.configured_delay.as_secs_f64();
+        k.invocation_us.extend(c.invocation.map(|d| d.as_secs_f64() * 1e6));
     }
 
     /// A backend measured `watts` after a job.

@@ -18,9 +18,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::clock::Clock;
 use crate::backend::{Backend, BackendError, Configured, Executed, Power};
-use crate::datapath::work::{Answer, Input, KernelImage, Payload};
+use crate::datapath::work::{Answer, Input, KernelImage, Payload, Work};
 use crate::model::time::from_duration;
-use crate::model::{Kind, Time, Unit, WorkerId};
+use crate::model::{Kind, Link, Time, Unit, WorkerId};
 
 /// What a worker does around its backend: told how configuring went, then given each job.
 pub trait Jobs: Send + 'static {
@@ -150,12 +150,20 @@ pub struct Done {
 /// A board job's span on the board's timeline from `start` (start, finish, cycles), its parts'
 /// cycles and times summed. Saturating: a backend's times come from a worker host too, and however
 /// large they are they must not wrap the timeline or panic (remote slots also bound them).
-fn board_span(start: Time, parts: &[Option<(u64, Duration)>]) -> (Time, Time, u64) {
+fn board_span(start: Time, parts: &[Option<(u64, Duration)>], link: Time) -> (Time, Time, u64) {
     let (cycles, took) = parts
         .iter()
         .flatten()
         .fold((0u64, Duration::ZERO), |a, p| (a.0.saturating_add(p.0), a.1.saturating_add(p.1)));
-    (start, start.saturating_add(from_duration(took)), cycles)
+    (start, start.saturating_add(from_duration(took)).saturating_add(link), cycles)
+}
+
+/// What one job of `work` (its optional part if it ran) with `answer` spends on `link`: one
+/// invocation and the bytes both ways.
+fn link_cost(link: &Link, work: &Work, answer: &Answer) -> Time {
+    let optional = work.optional.as_ref().filter(|_| answer.optional.is_some()).map_or(0, |p| p.bytes());
+    let back = answer.mandatory.bytes() + answer.optional.as_ref().map_or(0, |o| o.bytes());
+    link.invocation.saturating_add(link.transfer(work.mandatory.bytes() + optional + back))
 }
 
 /// A pool worker's side of the runner: it reports to the dispatcher and keeps a board's timeline.
@@ -171,6 +179,8 @@ struct PoolJobs {
     cancelled: Arc<AtomicBool>,
     /// The board's own timeline: when this compute unit is next free.
     device_free: Time,
+    /// The host link an emulated board's jobs are charged (free on a CPU).
+    link: Link,
 }
 
 impl Jobs for PoolJobs {
@@ -209,12 +219,14 @@ impl Jobs for PoolJobs {
         let (result, device) = match (mandatory, optional.transpose()) {
             (Ok(m), Ok(o)) => {
                 let parts = [m.device, o.as_ref().and_then(|o| o.device)];
+                let answer = Answer { mandatory: m.output, optional: o.map(|o| o.output) };
+                let link = if backend.models_link() { link_cost(&self.link, &work, &answer) } else { 0 };
                 let device = m.device.map(|_| {
-                    let span = board_span(self.device_free.max(job.dispatched), &parts);
+                    let span = board_span(self.device_free.max(job.dispatched), &parts, link);
                     self.device_free = span.1;
                     span
                 });
-                (Ok(Some(Answer { mandatory: m.output, optional: o.map(|o| o.output) })), device)
+                (Ok(Some(answer)), device)
             }
             (Err(e), _) | (_, Err(e)) => (Err(e), None),
         };
@@ -279,6 +291,7 @@ impl Worker {
         generation: u64,
         units: Vec<Box<dyn Backend>>,
         image: Arc<KernelImage>,
+        link: Link,
         events: UnboundedSender<Event>,
         clock: Clock,
     ) -> Worker {
@@ -298,6 +311,7 @@ impl Worker {
                 clock: clock.clone(),
                 cancelled: cancel.clone(),
                 device_free: 0,
+                link: if kind == Kind::Fpga { link } else { Link::default() },
             };
             let thread =
                 run_worker(name, backend, image.clone(), jobs, rx).expect("spawning a worker thread");
@@ -348,8 +362,9 @@ mod tests {
     #[test]
     fn a_board_span_adds_its_parts_and_never_wraps() {
         let ms = Duration::from_millis(1);
-        assert_eq!(board_span(5, &[Some((3, ms)), Some((4, ms)), None]), (5, 5 + 2_000_000, 7));
+        assert_eq!(board_span(5, &[Some((3, ms)), Some((4, ms)), None], 0), (5, 5 + 2_000_000, 7));
+        assert_eq!(board_span(5, &[Some((3, ms))], 50_000), (5, 5 + 1_050_000, 3), "the link once per job");
         let huge = Some((u64::MAX, Duration::MAX));
-        assert_eq!(board_span(Time::MAX - 1, &[huge, huge]), (Time::MAX - 1, Time::MAX, u64::MAX));
+        assert_eq!(board_span(Time::MAX - 1, &[huge, huge], 9), (Time::MAX - 1, Time::MAX, u64::MAX));
     }
 }

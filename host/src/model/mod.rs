@@ -1,6 +1,7 @@
 //! What Spork reasons about: time, requests, worker specs, the worker pool and its accounting.
 
 pub mod ledger;
+pub mod link;
 pub mod per_kind;
 pub mod platform;
 pub mod pool;
@@ -10,6 +11,7 @@ pub mod time;
 pub mod units;
 
 pub use ledger::{EnergySplit, Ledger};
+pub use link::Link;
 pub use per_kind::PerKind;
 pub use platform::{Kind, Platform, WorkerSpec};
 pub use pool::{Pool, WorkerId, WorkerState};

@@ -3,6 +3,7 @@
 //! Workers draw busy power while spinning up and down (section 5.1). A CPU worker's speedup is 1 by
 //! definition: request sizes are CPU service times.
 
+use super::link::Link;
 use super::time::{Time, from_secs, to_secs};
 use serde::Serialize;
 
@@ -57,6 +58,10 @@ pub struct WorkerSpec {
     /// copies of the kernel beside one shell; 1, the paper's board, is not written out).
     #[serde(skip_serializing_if = "is_one")]
     pub compute_units: u32,
+    /// The host link each invocation pays (FPGA only): `None`, not stated, is the paper's board,
+    /// which charges nothing; a live run then takes its manifest's or the published figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<Link>,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -73,9 +78,20 @@ impl WorkerSpec {
         self.price_per_hour / 3600.0
     }
 
-    /// Service time of a request of `size` (CPU seconds) on this worker.
+    /// Service time of one invocation carrying `size` of work (CPU time; a batch's is its members'
+    /// sum) on this worker: the kernel's time, and the link's cost when it has one.
+    #[inline]
     pub fn service(&self, size: Time) -> Time {
-        if self.speedup == 1.0 { size } else { (size as f64 / self.speedup).round() as Time }
+        let kernel = if self.speedup == 1.0 { size } else { (size as f64 / self.speedup).round() as Time };
+        match &self.link {
+            None => kernel,
+            Some(link) => kernel + link.cost(size),
+        }
+    }
+
+    /// The link's cost, free when none is stated.
+    pub fn link(&self) -> Link {
+        self.link.unwrap_or_default()
     }
 }
 
@@ -142,6 +158,7 @@ impl Default for Platform {
                 idle_power_w: CPU_IDLE_W,
                 price_per_hour: CPU_PRICE_PER_HOUR,
                 compute_units: 1,
+                link: None,
             },
             fpga: WorkerSpec {
                 spin_up: from_secs(FPGA_SPIN_UP_S),
@@ -151,6 +168,7 @@ impl Default for Platform {
                 idle_power_w: FPGA_IDLE_W,
                 price_per_hour: FPGA_PRICE_PER_HOUR,
                 compute_units: 1,
+                link: None,
             },
             deadline_factor: DEADLINE_FACTOR,
         }
@@ -223,6 +241,17 @@ impl Platform {
                 expected: "exactly 1 (a CPU worker is one thread; add CPU workers instead)",
             });
         }
+        if !self.cpu.link().is_free() {
+            return Err(PlatformError::OutOfRange {
+                field: "cpu.invocation".into(),
+                value: to_secs(self.cpu.link().invocation),
+                expected: "0 (a CPU worker runs its requests in its own thread; the link is a board's)",
+            });
+        }
+        let link = self.fpga.link();
+        check("fpga.invocation", to_secs(link.invocation), 0.0, limits::MAX_INVOCATION_S)?;
+        check("fpga.transfer_gb_per_s", link.bytes_per_s / 1e9, 0.0, limits::MAX_TRANSFER_GB_PER_S)?;
+        check("fpga.bytes_per_cpu_s", link.bytes_per_cpu_s, 0.0, limits::MAX_BYTES_PER_CPU_S)?;
         let cus = f64::from(self.fpga.compute_units);
         check("fpga.compute_units", cus, 1.0, f64::from(super::units::MAX_COMPUTE_UNITS))?;
         for (kind, s) in [("cpu", &self.cpu), ("fpga", &self.fpga)] {
@@ -272,6 +301,12 @@ pub mod limits {
     pub const MIN_FPGA_SPIN_UP: Time = 1_000_000;
     /// Longest deadline, in multiples of the request size.
     pub const MAX_DEADLINE_FACTOR: f64 = 1e6;
+    /// Longest cost of one board invocation: a second.
+    pub const MAX_INVOCATION_S: f64 = 1.0;
+    /// Fastest host link (GB/s).
+    pub const MAX_TRANSFER_GB_PER_S: f64 = 1e4;
+    /// Most bytes a request moves per CPU-second of its size.
+    pub const MAX_BYTES_PER_CPU_S: f64 = 1e13;
 }
 
 /// A number as an error shows it: exponent notation when very large or small, so that 1e300 is not

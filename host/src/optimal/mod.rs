@@ -139,6 +139,13 @@ fn check(spec: &MilpSpec, load: &[f64]) -> Result<(), MilpError> {
             spec.platform.fpga.compute_units
         ));
     }
+    if !spec.platform.fpga.link().is_free() {
+        return bad(
+            "a board link (fpga.invocation, transfer_gb_per_s): the MILP models the paper's board, which \
+             charges only size over speedup; drop the link (`spork simulate` evaluates schedulers with it)"
+                .into(),
+        );
+    }
     if !(0.0..=1.0).contains(&spec.mip_rel_gap) {
         return bad(format!("gap {}: use a relative gap from 0 to 1 (--gap)", spec.mip_rel_gap));
     }

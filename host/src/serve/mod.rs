@@ -113,7 +113,7 @@ impl Kernelled {
             None => Platform::default(),
         };
         let platform = calibration.apply(base, platform.is_some());
-        let platform = Calibration::with_manifest_units(platform, target, &image);
+        let platform = calibration.with_manifest(platform, target, &image);
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
         Ok(Kernelled { model: Model(kernel), image, calibration, platform, board: None })
     }

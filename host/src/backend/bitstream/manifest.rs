@@ -150,6 +150,10 @@ pub struct Manifest {
     /// `clock_mhz` x `items_per_cycle` (1, not written out, for a single kernel).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_units: u32,
+    /// The host link's cost per invocation on this image's board (absent: the published XRT/Alveo
+    /// figures, `model::link::published`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<ManifestLink>,
     /// Synthesis results.
     pub resources: Resources,
     /// AWS F1: the AFI's global id, once `scripts/build-afi.sh` has made it.
@@ -161,6 +165,40 @@ pub struct Manifest {
     /// Place and route on an iCE40 (`spork hdl timing`): whether it fits, and its achieved clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<super::timing::Timing>,
+}
+
+/// What one invocation of the board costs beyond its cycles: a live run's board model charges it,
+/// and the engine books it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestLink {
+    /// Launch and completion of one invocation, in microseconds.
+    pub invocation_us: f64,
+    /// Host to card and back, in GB/s.
+    pub transfer_gb_per_s: f64,
+    /// Where the figures come from (a publication, or a measurement on this board).
+    pub source: String,
+}
+
+impl ManifestLink {
+    /// The published XRT/Alveo figures.
+    pub fn published() -> ManifestLink {
+        use crate::model::link::published;
+        ManifestLink {
+            invocation_us: published::INVOCATION_US,
+            transfer_gb_per_s: published::TRANSFER_GB_PER_S,
+            source: published::SOURCE.into(),
+        }
+    }
+
+    /// As the engine's link, moving `bytes_per_cpu_s`.
+    pub fn link(&self, bytes_per_cpu_s: f64) -> crate::model::Link {
+        crate::model::Link {
+            invocation: crate::model::time::from_secs(self.invocation_us * 1e-6),
+            bytes_per_s: self.transfer_gb_per_s * 1e9,
+            bytes_per_cpu_s,
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -194,6 +232,20 @@ impl Manifest {
                 "compute_units",
                 format!("{} compute units", m.compute_units),
                 format!("give the kernel instances the image holds, from 1 to {most}"),
+            ));
+        }
+        if let Some(l) = &m.link
+            && !(l.invocation_us.is_finite()
+                && (0.0..=1e6).contains(&l.invocation_us)
+                && l.transfer_gb_per_s.is_finite()
+                && (0.0..=1e4).contains(&l.transfer_gb_per_s))
+        {
+            let at = text.find("[link]").unwrap_or(0);
+            return Err(InputError::invalid(
+                Location::at(path, &text, at),
+                "link",
+                format!("invocation_us = {}, transfer_gb_per_s = {}", l.invocation_us, l.transfer_gb_per_s),
+                "give the invocation's cost from 0 to 1e6 us and the link's rate from 0 to 1e4 GB/s (0: not charged)",
             ));
         }
         if !(m.clock_mhz.is_finite() && m.clock_mhz > 0.0) {

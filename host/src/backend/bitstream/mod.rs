@@ -7,5 +7,7 @@ mod manifest;
 pub mod timing;
 mod tools;
 
-pub use manifest::{Manifest, Measured, Resources, Role, Target, default_dir, manifest_path, sha256_hex};
+pub use manifest::{
+    Manifest, ManifestLink, Measured, Resources, Role, Target, default_dir, manifest_path, sha256_hex,
+};
 pub use tools::{LintOutcome, Synthesis, ToolError, lint, synthesize, tool_version};

@@ -58,6 +58,7 @@ impl Backend for F1Slot {
         let took =
             mgmt.load(self.cfg.slot, &self.cfg.agfi, self.cfg.timeout).map_err(|e| err(e.to_string()))?;
         self.mgmt = Some(mgmt);
+        let mut invocation = None;
         #[cfg(feature = "xrt")]
         if let Some(x) = &self.cfg.xclbin {
             let mut data = crate::backend::AlveoBoard::new(
@@ -70,11 +71,11 @@ impl Backend for F1Slot {
                 },
                 self.spec,
             );
-            data.configure(image)?;
+            invocation = data.configure(image)?.invocation;
             self.data = Some(data);
         }
         let _ = image;
-        Ok(Configured { measured: took, configured_delay: Duration::ZERO })
+        Ok(Configured { measured: took, configured_delay: Duration::ZERO, invocation })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {

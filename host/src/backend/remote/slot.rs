@@ -337,7 +337,7 @@ impl Backend for RemoteSlot {
         self.power = reply.power.map(Power::from).unwrap_or(self.power);
         self.leased = Some(Leased { addr, client, lease: reply.lease, lost, stream: None });
         // What the host measured plus the network both ways: the slot's spin-up as the scheduler sees it.
-        Ok(Configured { measured: took.saturating_sub(configured_delay), configured_delay })
+        Ok(Configured { measured: took.saturating_sub(configured_delay), configured_delay, invocation: None })
     }
 
     fn submit(&mut self, payload: &Payload) -> Result<Executed, BackendError> {

@@ -38,8 +38,13 @@ impl Demand {
         let mut work = vec![0.0; n];
         for r in requests {
             let t = ((r.arrival / interval) as usize).min(n - 1);
-            // Offered work: the optional part counts too (brownout may later skip it).
-            work[t] += to_secs(r.size + r.optional) / platform.fpga.speedup;
+            // Offered work: the optional part counts too (brownout may later skip it); with a board
+            // link, each request as one invocation (what it costs unbatched).
+            let size = r.size + r.optional;
+            work[t] += match platform.fpga.link {
+                None => to_secs(size) / platform.fpga.speedup,
+                Some(_) => to_secs(platform.fpga.service(size)),
+            };
         }
         Demand { work_s: work, interval_s: to_secs(interval), board_s: platform.board_capacity_s() }
     }
