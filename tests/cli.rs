@@ -270,11 +270,20 @@ fn run_replays_a_short_trace_live_and_reports_in_json() {
     );
     assert_eq!(r["mismatches"], 0);
     assert!(r["answered_fpga"].as_u64().expect("fpga") > 0, "the simulated board served requests: {r}");
-    // Board time is cycles over the clock, exactly; Verilator's wall time is measured beside it.
+    // Board time is cycles over the clock plus the link each job pays: one invocation, and its
+    // bytes (a pixel in and at most one magnitude out per cycle) at the link's rate; Verilator's
+    // wall time is measured beside it.
     let (cycles, device_s) =
         (r["device_cycles"].as_f64().expect("cycles"), r["device_s"].as_f64().expect("s"));
     let clock_hz = r["clock_mhz"].as_f64().expect("clock") * 1e6;
-    assert!(cycles > 0.0 && (device_s - cycles / clock_hz).abs() <= 1e-9 * device_s.max(1.0), "{r}");
+    let (invocation, rate) =
+        (r["link"]["invocation"].as_f64().expect("us"), r["link"]["bytes_per_s"].as_f64().expect("rate"));
+    assert_eq!(invocation, 50e-6, "the manifest's published link: {r}");
+    let link_s = device_s - cycles / clock_hz;
+    let jobs = r["answered_fpga"].as_f64().expect("fpga");
+    let eps = 1e-9 * device_s.max(1.0);
+    assert!(cycles > 0.0 && link_s + eps >= jobs * invocation, "an invocation per job: {link_s} s, {r}");
+    assert!(link_s <= jobs * invocation + 2.0 * cycles / rate + eps, "and the bytes: {link_s} s, {r}");
     assert!(r["verilator_s"].as_f64().expect("verilator") > 0.0, "{r}");
     assert_eq!(r["energy_source"].as_str().map(|s| s.starts_with("modelled")), Some(true));
     assert!(v["measured_speedup"].as_f64().expect("speedup") > 0.0);

@@ -159,7 +159,7 @@ fn apply_worker(
     apply_link(name, w, spec, spans, duration)
 }
 
-/// The link fields: any of them states a link, the others then 0 (not charged).
+/// The link fields, stated through [`crate::model::Link::stated`].
 fn apply_link(
     name: &str,
     w: &RawWorker,
@@ -167,23 +167,20 @@ fn apply_link(
     spans: &mut HashMap<String, Range<usize>>,
     duration: impl Fn(&str, &Spanned<DurationValue>) -> Result<u64, InputError>,
 ) -> Result<(), InputError> {
-    if w.invocation.is_none() && w.transfer_gb_per_s.is_none() && w.bytes_per_cpu_s.is_none() {
-        return Ok(());
+    let invocation = w.invocation.as_ref().map(|v| duration("invocation", v)).transpose()?;
+    let number = |v: &Option<Spanned<f64>>| v.as_ref().map(|v| *v.get_ref());
+    let gbps = number(&w.transfer_gb_per_s).map(|g| g * 1e9);
+    spec.link = crate::model::Link::stated(spec.link, invocation, gbps, number(&w.bytes_per_cpu_s));
+    let fields = [
+        ("invocation", w.invocation.as_ref().map(Spanned::span)),
+        ("transfer_gb_per_s", w.transfer_gb_per_s.as_ref().map(Spanned::span)),
+        ("bytes_per_cpu_s", w.bytes_per_cpu_s.as_ref().map(Spanned::span)),
+    ];
+    for (field, span) in fields {
+        if let Some(span) = span {
+            spans.insert(format!("{name}.{field}"), span);
+        }
     }
-    let mut link = spec.link.unwrap_or_default();
-    if let Some(v) = &w.invocation {
-        link.invocation = duration("invocation", v)?;
-        spans.insert(format!("{name}.invocation"), v.span());
-    }
-    if let Some(v) = &w.transfer_gb_per_s {
-        link.bytes_per_s = *v.get_ref() * 1e9;
-        spans.insert(format!("{name}.transfer_gb_per_s"), v.span());
-    }
-    if let Some(v) = &w.bytes_per_cpu_s {
-        link.bytes_per_cpu_s = *v.get_ref();
-        spans.insert(format!("{name}.bytes_per_cpu_s"), v.span());
-    }
-    spec.link = Some(link);
     Ok(())
 }
 

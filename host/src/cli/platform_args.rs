@@ -68,29 +68,10 @@ impl PlatformArgs {
         if let Some(v) = self.fpga_compute_units {
             p.fpga.compute_units = v;
         }
-        self.apply_link(&mut p);
+        let gbps = self.fpga_transfer_gbps.map(|g| g * 1e9);
+        p.fpga.link =
+            spork::model::Link::stated(p.fpga.link, self.fpga_invocation, gbps, self.bytes_per_cpu_s);
         p.validate().context("invalid platform from the command-line flags")?;
         Ok(p)
-    }
-
-    /// The link flags over the profile's link: any of them states one.
-    fn apply_link(&self, p: &mut Platform) {
-        if self.fpga_invocation.is_none()
-            && self.fpga_transfer_gbps.is_none()
-            && self.bytes_per_cpu_s.is_none()
-        {
-            return;
-        }
-        let mut link = p.fpga.link.unwrap_or_default();
-        if let Some(v) = self.fpga_invocation {
-            link.invocation = v;
-        }
-        if let Some(v) = self.fpga_transfer_gbps {
-            link.bytes_per_s = v * 1e9;
-        }
-        if let Some(v) = self.bytes_per_cpu_s {
-            link.bytes_per_cpu_s = v;
-        }
-        p.fpga.link = Some(link);
     }
 }

@@ -51,6 +51,25 @@ impl Link {
         }
     }
 
+    /// `base` with the figures given over it; any figure given states a link (the others 0, not
+    /// charged), none leaves `base` as it was. Profiles and flags both state links through here.
+    pub fn stated(
+        base: Option<Link>,
+        invocation: Option<Time>,
+        bytes_per_s: Option<f64>,
+        bytes_per_cpu_s: Option<f64>,
+    ) -> Option<Link> {
+        if invocation.is_none() && bytes_per_s.is_none() && bytes_per_cpu_s.is_none() {
+            return base;
+        }
+        let l = base.unwrap_or_default();
+        Some(Link {
+            invocation: invocation.unwrap_or(l.invocation),
+            bytes_per_s: bytes_per_s.unwrap_or(l.bytes_per_s),
+            bytes_per_cpu_s: bytes_per_cpu_s.unwrap_or(l.bytes_per_cpu_s),
+        })
+    }
+
     /// Whether it charges nothing (the paper's board).
     pub fn is_free(&self) -> bool {
         self.invocation == 0 && self.transfer_per_cpu_s() == 0.0
