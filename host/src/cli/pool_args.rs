@@ -5,6 +5,7 @@ use spork::engine::{Plan, PoolBrownout};
 use spork::model::PerKind;
 use spork::policy::Caps;
 use spork::policy::Scheduler;
+use spork::policy::batching::Batching;
 use spork::policy::brownout::ControllerKind;
 
 /// Caps on the pool and brownout on requests' optional parts.
@@ -27,6 +28,17 @@ pub struct PoolArgs {
     /// Brownout set-point on the p95 of response time relative to the deadline span (1 = the deadline).
     #[arg(long, default_value_t = 1.0)]
     pub brownout_setpoint: f64,
+    /// Dynamic batching (off unless given): the most requests one board invocation carries. A batch
+    /// closes when full, at a preferred size, when its delay is up and its board free, or when
+    /// waiting longer would miss its earliest deadline.
+    #[arg(long, value_name = "N")]
+    pub max_batch_size: Option<u32>,
+    /// Batch sizes that close a batch at once (comma-separated; with --max-batch-size).
+    #[arg(long, value_delimiter = ',', value_name = "N,..")]
+    pub preferred_batch_size: Vec<u32>,
+    /// The longest a batch waits for more requests once its board is free (with --max-batch-size).
+    #[arg(long, default_value = "100us", value_parser = super::parse_duration)]
+    pub max_queue_delay: u64,
 }
 
 impl PoolArgs {
@@ -57,13 +69,14 @@ impl PoolArgs {
                  with optional_ms"
             );
         }
+        let batching = self.batching()?;
         let max_fpga = match (self.max_fpga, fpga_limit) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let mut plans = Vec::new();
         for &s in schedulers {
-            let plan = Plan { caps: Caps(PerKind::new(self.max_cpu, max_fpga)), ..base(s) };
+            let plan = Plan { caps: Caps(PerKind::new(self.max_cpu, max_fpga)), batching, ..base(s) };
             plans.push(plan);
             if let Some(controller) = self.brownout {
                 let setup = PoolBrownout {
@@ -75,5 +88,35 @@ impl PoolArgs {
             }
         }
         Ok(plans)
+    }
+
+    /// A live pool does not batch yet: refuse rather than run without it.
+    pub fn refuse_live_batching(&self) -> anyhow::Result<()> {
+        if self.max_batch_size.is_some() {
+            bail!(
+                "--max-batch-size: a live pool does not batch yet (spork simulate and reproduce do)\n  fix: drop \
+                 --max-batch-size"
+            );
+        }
+        Ok(())
+    }
+
+    /// The dynamic batching asked for, checked.
+    fn batching(&self) -> anyhow::Result<Option<Batching>> {
+        let Some(max) = self.max_batch_size else {
+            if !self.preferred_batch_size.is_empty() {
+                bail!("--preferred-batch-size needs --max-batch-size N (batching is off without it)");
+            }
+            return Ok(None);
+        };
+        if self.brownout.is_some() {
+            bail!(
+                "--max-batch-size with --brownout: the brownout gate decides each request's optional part when it \
+                 starts, which a batch does not do per member yet\n  fix: drop one of them"
+            );
+        }
+        let rule = Batching::new(max, &self.preferred_batch_size, self.max_queue_delay)
+            .map_err(|e| anyhow::anyhow!("dynamic batching: {e}"))?;
+        Ok(Some(rule))
     }
 }

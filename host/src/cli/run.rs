@@ -154,6 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let has_optional = reqs.iter().any(|r| r.optional > 0);
     let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
+    args.pool.refuse_live_batching()?;
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     for plan in &plans {
         super::check_dispatch_engine(plan)?;

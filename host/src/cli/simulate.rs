@@ -145,6 +145,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 met * 100.0
             );
         }
+        for (r, b) in reports.iter().filter_map(|r| r.batches.map(|b| (r, b))) {
+            eprintln!(
+                "{}: dynamic batching booked {} batches of {:.2} requests on average ({} requests batched of {})",
+                r.scheduler, b.batches, b.mean_size, b.requests, r.requests
+            );
+        }
         eprintln!("evaluated {} scheduler(s) in {:.1} s", reports.len(), started.elapsed().as_secs_f64());
     }
     Ok(())

@@ -1,5 +1,7 @@
 //! The engine: the pool, the policy objects, the worker timers and the interval-tick schedule.
 
+mod batched;
+
 use super::brownout::BrownoutLoop;
 use super::effects::{Arrival, Assignment, Effects};
 use super::hardware::{Board, HardwareDispatch, HwDecision, verdict};
@@ -39,6 +41,8 @@ pub struct Engine {
     brownout: Option<BrownoutLoop>,
     /// Unknown sizes: a trace's, booked at the plan's statistic, and a live pool's clients'.
     sizes: Sizes,
+    /// Dynamic batching: the rule and the batch forming (`None`: every request is its own job).
+    batch: Option<batched::Batcher>,
     /// Set while `arrive_by` places a request: its booking is its first scheduling, where the brownout
     /// gate decides (a re-dispatch after a failure keeps the decision).
     first_scheduling: bool,
@@ -73,6 +77,8 @@ struct Counts {
     optional: (u64, u64),
     /// Interval ticks run.
     intervals: u64,
+    /// Batches booked, and the requests they carried.
+    batches: (u64, u64),
 }
 
 impl Engine {
@@ -108,6 +114,7 @@ impl Engine {
             objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             sizes: Sizes::new(plan.sizes),
+            batch: plan.batching.map(batched::Batcher::new),
             first_scheduling: false,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering())
@@ -187,7 +194,7 @@ impl Engine {
     /// When the next interval tick, worker timer or (with `brownout`) brownout control period is due.
     pub fn next_event(&self, brownout: bool) -> Option<Time> {
         let period = self.brownout_due(brownout);
-        [self.next_tick, self.timers.next(), period].into_iter().flatten().min()
+        [self.next_tick, self.timers.next(), period, self.batch_due()].into_iter().flatten().min()
     }
 
     fn brownout_due(&self, brownout: bool) -> Option<Time> {
@@ -204,6 +211,14 @@ impl Engine {
             let timer = self.timers.next().filter(|&t| t <= now);
             let period = self.brownout_due(brownout).filter(|&t| t <= now);
             self.counts.events += 1;
+            // A batch closing goes first at equal times: its requests arrived before.
+            if let Some(at) =
+                self.batch_due().filter(|&c| [tick, timer, period].iter().flatten().all(|&t| c <= t))
+                && at <= now
+            {
+                self.close_batch(at, fx);
+                continue;
+            }
             match (tick, timer, period) {
                 (Some(t), tm, p) if tm.is_none_or(|tm| t <= tm) && p.is_none_or(|p| t <= p) => {
                     self.on_tick(t, fx)
@@ -255,12 +270,19 @@ impl Engine {
     /// A request arrives at `r.arrival`: the dispatcher places it, and the pool books it, where the
     /// brownout gate decides its optional part (when it starts; see [`BrownoutLoop::gate`]).
     pub fn arrive(&mut self, r: Request, fx: &mut impl Effects) -> Arrival {
-        self.arrive_by(r, None, fx)
+        self.arrive_by(r, None, 0, fx)
     }
 
     /// [`Engine::arrive`] with the request's own absolute `deadline` (a client's), or the profile's
-    /// deadline factor times its size if `None`.
-    pub fn arrive_by(&mut self, r: Request, deadline: Option<Time>, fx: &mut impl Effects) -> Arrival {
+    /// deadline factor times its size if `None`; held for a batch, it is settled under `ticket`
+    /// (see [`Effects::resolved`]).
+    pub fn arrive_by(
+        &mut self,
+        r: Request,
+        deadline: Option<Time>,
+        ticket: u64,
+        fx: &mut impl Effects,
+    ) -> Arrival {
         self.counts.events += 1;
         self.counts.optional.0 += u64::from(r.optional > 0);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
@@ -268,8 +290,12 @@ impl Engine {
         let jobs = self.jobs(&r, deadline, estimate);
         // The allocator sees the job as dispatch does (at the estimate, with unknown sizes).
         self.allocator.on_arrival(r.arrival, jobs.1.service[Kind::Fpga.index()], deadline);
+        if self.batch.is_some() {
+            let member = batched::Member { ticket, request: r, deadline, estimate };
+            return self.arrive_batched(member, jobs, fx);
+        }
         self.first_scheduling = true;
-        let arrival = self.place(r, jobs, false, estimate, fx);
+        let arrival = self.place(r, r.arrival, jobs, false, estimate, fx);
         self.first_scheduling = false;
         // Counted once booked: the optional part of a rejected request did not run.
         self.counts.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
@@ -289,7 +315,7 @@ impl Engine {
         let r = Request { arrival: now.max(r.arrival), ..r };
         let estimate = self.estimate_size(&r);
         let jobs = self.jobs(&r, deadline, estimate);
-        self.place(r, jobs, true, estimate, fx)
+        self.place(r, now, jobs, true, estimate, fx)
     }
 
     /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
@@ -334,6 +360,7 @@ impl Engine {
             events: self.counts.events,
             capped: self.counts.capped,
             size_error: self.sizes.mean_error(),
+            batches: self.batch.is_some().then_some(self.counts.batches),
         }
     }
 
@@ -502,25 +529,20 @@ impl Engine {
         (actual, estimate.map_or(actual, job_of))
     }
 
-    /// Dispatches `r` (its optional part already decided) and books it. With unknown sizes the dispatcher and the admission rule see the job at `estimate`; the pool
-    /// books what it really takes.
+    /// Dispatches `r` at `now` (its arrival, or later for a request held for a batch; its optional
+    /// part already decided) and books it. With unknown sizes the dispatcher and the admission rule
+    /// see the job at `estimate`; the pool books what it really takes.
     #[inline]
     fn place(
         &mut self,
         r: Request,
+        now: Time,
         (actual, job): (Job, Job),
         rescue: bool,
         estimate: Option<Time>,
         fx: &mut impl Effects,
     ) -> Arrival {
-        let now = r.arrival;
-        let (placement, fleet) = if rescue {
-            (self.rescue.place(&self.pool, &job, now), Fleet::CPU_ONLY)
-        } else if self.hardware.is_some() {
-            (self.place_in_hardware(&job, now), self.fleet)
-        } else {
-            (self.dispatcher.place(&self.pool, &job, now), self.fleet)
-        };
+        let (placement, fleet) = self.decide(&job, now, rescue);
         let (unit, fresh) = match placement {
             Placement::Assign(unit) => (unit, false),
             Placement::SpinUp(kind) if !self.caps.at_cap(&self.pool, kind) => {
@@ -539,9 +561,22 @@ impl Engine {
             self.tally.rejected += 1;
             return Arrival::Rejected;
         }
-        let booked = self.book(r, unit, actual, fx);
+        let booked = self.book(r, now, unit, actual, fx);
         self.sizes.booked(estimate, r.size, booked.finish);
         Arrival::Assigned(booked)
+    }
+
+    /// Where the dispatcher (the rescue rule's if `rescue`, the hardware engine's first step if one
+    /// is fitted) places `job` at `now`, and the fleet it chose from.
+    #[inline]
+    fn decide(&mut self, job: &Job, now: Time, rescue: bool) -> (Placement, Fleet) {
+        if rescue {
+            (self.rescue.place(&self.pool, job, now), Fleet::CPU_ONLY)
+        } else if self.hardware.is_some() {
+            (self.place_in_hardware(job, now), self.fleet)
+        } else {
+            (self.dispatcher.place(&self.pool, job, now), self.fleet)
+        }
     }
 
     /// Efficient-first with its first step taken by the hardware dispatch engine: a grant books that
@@ -595,11 +630,11 @@ impl Engine {
         if decided == r { (r, service) } else { (decided, self.platform.spec(kind).service(decided.size)) }
     }
 
-    /// Books `r` on compute unit `unit`: its queue, idle timer, the interval's work, the brownout loop and
-    /// the tally.
+    /// Books `r` on compute unit `unit` at `now`: its queue, idle timer, the interval's work, the
+    /// brownout loop and the tally (its latency counted from its arrival).
     #[inline]
-    fn book(&mut self, r: Request, unit: Unit, job: Job, fx: &mut impl Effects) -> Assignment {
-        let (now, id) = (r.arrival, unit.worker);
+    fn book(&mut self, r: Request, now: Time, unit: Unit, job: Job, fx: &mut impl Effects) -> Assignment {
+        let id = unit.worker;
         let kind = self.pool.worker(id).kind;
         let (r, service) = self.first_schedule(r, unit, job.service[kind.index()]);
         let (start, finish) = self.pool.assign(unit, now, service);
@@ -612,8 +647,17 @@ impl Engine {
         }
         self.work[kind] += service;
         self.counts.total_size += r.size + r.optional;
-        self.tally.record(kind, finish - now, finish > job.deadline);
+        self.tally.record(kind, finish - r.arrival, finish > job.deadline);
         fx.served(&r, id, kind, start, finish);
-        Assignment { request: r, worker: id, cu: unit.cu, kind, start, finish, deadline: job.deadline }
+        Assignment {
+            request: r,
+            worker: id,
+            cu: unit.cu,
+            kind,
+            start,
+            finish,
+            deadline: job.deadline,
+            batch: 1,
+        }
     }
 }

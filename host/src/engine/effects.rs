@@ -17,6 +17,11 @@ pub trait Effects {
     fn release(&mut self, _worker: WorkerId, _kind: Kind, _at: Time) {}
     /// `request` was booked on `worker` (of `kind`), expected to run from `start` to `finish`.
     fn served(&mut self, _request: &Request, _worker: WorkerId, _kind: Kind, _start: Time, _finish: Time) {}
+    /// Requests held for a batch ([`Arrival::Held`], by their tickets) are settled: booked together
+    /// (one invocation: their assignments share a compute unit, start and finish, and count the
+    /// batch's members), or one at a time, a member the batch could not carry to its deadline placed
+    /// alone. Each held request is settled exactly once, in one call or another.
+    fn resolved(&mut self, _held: &[(u64, Arrival)]) {}
 }
 
 /// Nothing to carry out (the evaluator).
@@ -60,6 +65,9 @@ pub enum Arrival {
     Assigned(Assignment),
     /// No worker of an allowed type exists and none may be added (a capped pool): rejected.
     Rejected,
+    /// Held, under this ticket, for a batch bound for a board: settled later through
+    /// [`Effects::resolved`] (see [`crate::policy::batching`]).
+    Held(u64),
 }
 
 /// A request booked on a worker.
@@ -79,6 +87,8 @@ pub struct Assignment {
     pub finish: Time,
     /// Absolute deadline.
     pub deadline: Time,
+    /// The requests in its invocation: 1 alone, more in a batch.
+    pub batch: u32,
 }
 
 impl Assignment {

@@ -39,4 +39,6 @@ pub use plan::{Oracle, Plan};
 pub use replay::{Searched, replay, replay_shared, search_headroom, told};
 
 #[cfg(test)]
+mod batching_tests;
+#[cfg(test)]
 mod tests;

@@ -77,4 +77,6 @@ pub struct Outcome {
     pub optional: (u64, u64),
     /// With unknown sizes, the size estimates' mean absolute error relative to the mean size.
     pub size_error: Option<f64>,
+    /// With dynamic batching, the batches booked and the requests they carried.
+    pub batches: Option<(u64, u64)>,
 }

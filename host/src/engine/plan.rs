@@ -3,6 +3,7 @@
 use super::brownout::PoolBrownout;
 use super::hardware::EngineKind;
 use crate::model::{Platform, Request, Time};
+use crate::policy::batching::Batching;
 use crate::policy::estimate::Statistic;
 use crate::policy::release::ReleaseTiming;
 use crate::policy::{Admission, Caps, Demand, DispatcherKind, Scheduler};
@@ -34,6 +35,9 @@ pub struct Plan {
     /// Who takes efficient-first's first step in a live pool: the software rule, or the hardware
     /// dispatch engine (RTL or golden model). The evaluator always decides in software.
     pub dispatch_engine: EngineKind,
+    /// Dynamic batching of requests bound for a board (`None`: each request is its own job, the
+    /// paper's).
+    pub batching: Option<Batching>,
 }
 
 impl Plan {
@@ -50,6 +54,7 @@ impl Plan {
             sizes: None,
             release: ReleaseTiming::Drained,
             dispatch_engine: EngineKind::Software,
+            batching: None,
         }
     }
 

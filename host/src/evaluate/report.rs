@@ -12,7 +12,7 @@ pub struct KindReport {
     pub energy: EnergySplit,
     /// Cost in dollars.
     pub cost: f64,
-    /// Requests served.
+    /// Jobs run: requests, a batch counting once.
     pub served: u64,
     /// Spin-ups (including any pool pre-warmed before the run).
     pub spin_ups: u64,
@@ -92,6 +92,20 @@ pub struct Report {
     /// With unknown sizes, the size estimates' mean absolute error relative to the mean size.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_error: Option<f64>,
+    /// With dynamic batching, the batches booked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batches: Option<Batches>,
+}
+
+/// What dynamic batching did in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Batches {
+    /// Batches booked on boards.
+    pub batches: u64,
+    /// Requests they carried.
+    pub requests: u64,
+    /// Requests per batch.
+    pub mean_size: f64,
 }
 
 impl Report {
@@ -152,6 +166,11 @@ impl Report {
             simulated_s: to_secs(outcome.end),
             events: outcome.events,
             size_error: outcome.size_error,
+            batches: outcome.batches.map(|(batches, requests)| Batches {
+                batches,
+                requests,
+                mean_size: ratio(requests as f64, batches as f64),
+            }),
         }
     }
 }

@@ -210,7 +210,7 @@ impl Run<'_> {
         self.st.offered += 1;
         let deadline = deadline.map(|d| now.saturating_add(d));
         let span = deadline.unwrap_or_else(|| r.deadline(self.cfg.platform.deadline_factor)) - now;
-        let arrival = self.engine.arrive_by(r, deadline, &mut self.fleet);
+        let arrival = self.engine.arrive_by(r, deadline, self.next_id, &mut self.fleet);
         let held = Held { arrived: now, inputs, reply, span };
         self.send(arrival, self.next_id, held, now);
     }

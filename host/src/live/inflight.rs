@@ -142,8 +142,16 @@ mod tests {
 
     fn booked(kind: Kind, worker: u32) -> Outstanding {
         let request = Request::new(0, 1, 0);
-        let booked =
-            Assignment { request, worker: WorkerId(worker), cu: 0, kind, start: 0, finish: 1, deadline: 10 };
+        let booked = Assignment {
+            request,
+            worker: WorkerId(worker),
+            cu: 0,
+            kind,
+            start: 0,
+            finish: 1,
+            deadline: 10,
+            batch: 1,
+        };
         let inputs = Inputs::Generated(WorkSpec::new(16, 0, 1, 0), None);
         Outstanding { booked, arrived: 0, inputs, reply: None, generation: 1, started: None }
     }

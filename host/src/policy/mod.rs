@@ -10,6 +10,7 @@
 //! - [`fleet`]: how the pool's FPGAs follow the target (which to release, drain or take back);
 //! - [`admission`]: whether a request that would queue into a miss is placed or rejected;
 //! - [`arbitrate`]: scarce boards shared by several pools, granted by expected saving;
+//! - [`batching`]: dynamic batching, deadline-aware (when a batch closes, who leaves it);
 //! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
 //! - [`release`]: when an idle worker may spin down;
 //! - [`brownout`]: the optional-part gate, its queue length and the controllers;
@@ -18,6 +19,7 @@
 pub mod admission;
 pub mod allocator;
 pub mod arbitrate;
+pub mod batching;
 pub mod brownout;
 pub mod caps;
 pub mod dispatch;
