@@ -87,6 +87,7 @@ fn request_overhead(c: &mut Criterion) {
                         optional: false,
                         dispatched: 0,
                         stall: None,
+                        batch: Vec::new(),
                     },
                 )
                 .expect("send");

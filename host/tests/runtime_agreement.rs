@@ -18,6 +18,7 @@ use spork::datapath::work::KernelImage;
 use spork::engine::Plan;
 use spork::model::time::{from_secs, to_secs};
 use spork::model::{Link, PerKind, Platform, Request};
+use spork::policy::batching::Batching;
 use spork::policy::{Caps, Scheduler};
 use spork::run::run;
 use spork::run::{RunConfig, RunReport};
@@ -167,6 +168,49 @@ fn a_board_link_is_charged_live_as_booked() {
         r.answered_fpga
     );
     assert!(r.answered_fpga > 0);
+}
+
+#[test]
+fn a_batching_board_pays_one_invocation_per_batch_and_answers_every_member_once() {
+    // The board above, 1.5x past its capacity when each request pays its own 2 ms invocation; with
+    // batches of up to 16 the invocation is shared and the board keeps up, live and predicted alike.
+    let image = KernelImage::new(Kernel::Sobel, 9);
+    let items_per_sec = image.calibrate(100_000);
+    let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
+    let mut platform = c.apply(Platform::default(), false);
+    platform.deadline_factor = 100.0;
+    let bytes_per_cpu_s = image.bytes_per_item(4096) * items_per_sec;
+    let invocation = from_secs(0.002);
+    platform.fpga.link = Some(Link { invocation, bytes_per_s: 1e9, bytes_per_cpu_s });
+    let (seconds, size) = (3.0, 0.0001);
+    let per_job = to_secs(platform.fpga.service(from_secs(size)));
+    let requests = spork::run::trace::bursty(from_secs(seconds), 1.5 / per_job, 0.6, from_secs(size), 0.0, 7)
+        .expect("trace");
+    let batching = Batching::new(16, &[], from_secs(0.001)).expect("valid");
+    let plan = Plan {
+        seed: 7,
+        caps: Caps(PerKind::new(None, Some(1))),
+        batching: Some(batching),
+        ..Plan::new(Scheduler::FpgaDynamic)
+    };
+    let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
+    agree("a batching board paying 2 ms per invocation", &r, requests.len());
+    let model = r.evaluator.clone().expect("prediction");
+    assert!((model.rejected as f64) < 0.01 * requests.len() as f64, "batches keep up: {model:?}");
+    let (batches, carried) = r.pool.batches.expect("batching reported");
+    assert!(carried > 2 * batches, "{carried} requests in {batches} batches");
+    assert_eq!(
+        r.answered_fpga, r.answered,
+        "every answer came from the board, checked against the reference"
+    );
+    // Each batch carried one invocation on the board's timeline, not one per member.
+    let (floor, ceiling) =
+        (batches as f64 * to_secs(invocation), r.answered_fpga as f64 * to_secs(invocation));
+    assert!(
+        r.device_s >= floor && r.device_s < ceiling,
+        "board time {:.3} s for {batches} batches",
+        r.device_s
+    );
 }
 
 #[test]

@@ -90,12 +90,13 @@ impl PoolArgs {
         Ok(plans)
     }
 
-    /// A live pool does not batch yet: refuse rather than run without it.
-    pub fn refuse_live_batching(&self) -> anyhow::Result<()> {
+    /// A server's repository models do not batch yet: refuse rather than run without it.
+    pub fn refuse_served_batching(&self) -> anyhow::Result<()> {
         if self.max_batch_size.is_some() {
             bail!(
-                "--max-batch-size: a live pool does not batch yet (spork simulate and reproduce do)\n  fix: drop \
-                 --max-batch-size"
+                "--max-batch-size: spork serve's repository models do not declare a batch dimension yet to \
+                 stack their tensors along (spork simulate, reproduce and run with a built-in kernel batch)\n  \
+                 fix: drop --max-batch-size"
             );
         }
         Ok(())

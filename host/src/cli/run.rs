@@ -136,6 +136,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (board, Arc::new(KernelImage::new(kernel, args.workload.seed)))
         }
         Some(repo) => {
+            if args.pool.max_batch_size.is_some() {
+                bail!(
+                    "--max-batch-size with --model-repository: a repository model's tensors have no declared \
+                     batch dimension yet to stack them along\n  fix: drop --max-batch-size, or run a built-in \
+                     kernel (--kernel sobel, bloom or dense without --model-repository)"
+                );
+            }
             let (board, image) = repository_model(repo, &args)?;
             (board, Arc::new(image))
         }
@@ -154,7 +161,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let has_optional = reqs.iter().any(|r| r.optional > 0);
     let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
-    args.pool.refuse_live_batching()?;
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     for plan in &plans {
         super::check_dispatch_engine(plan)?;
@@ -287,6 +293,12 @@ fn table(runs: &[RunReport]) -> Table {
     if runs.iter().any(|r| r.optional_offered > 0) {
         t.add_row(row("optional parts run", &|r| {
             format!("{:.1}% of {}", 100.0 * r.optional_ratio, r.optional_offered)
+        }));
+    }
+    if runs.iter().any(|r| r.batches.is_some()) {
+        t.add_row(row("batches booked (requests each)", &|r| match r.batches {
+            Some((n, carried)) => format!("{n} ({:.2})", carried as f64 / n.max(1) as f64),
+            None => "-".into(),
         }));
     }
     t.add_row(row("FPGA reconfigurations", &|r| r.fpga_spin_ups.to_string()));

@@ -348,7 +348,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         max_fpga: args.pool.max_fpga.or(file.max_fpga),
         ..args.pool
     };
-    pool.refuse_live_batching()?;
+    pool.refuse_served_batching()?;
     let plans = pool.plans(&[scheduler], true, None, Plan::new)?;
     let dispatch_engine = match (args.dispatch_engine, file.dispatch_engine) {
         (Some(e), _) => e,

@@ -4,5 +4,6 @@
 //! It sits below both the backends, which run payloads, and the worker API, which carries them
 //! between hosts, so neither imports the other to name a payload.
 
+pub mod batch;
 pub mod stream;
 pub mod work;

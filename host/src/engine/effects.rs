@@ -102,8 +102,15 @@ impl Assignment {
         self.request.optional > 0
     }
 
-    /// The booked service time (mandatory plus any optional part) on its worker type.
+    /// The booked service time (mandatory plus any optional part) on its worker type; a batch's
+    /// whole invocation for each of its members.
     pub fn service(&self) -> Time {
         self.finish - self.start
+    }
+
+    /// Its share of its invocation's service: all of it alone, an even split in a batch (what a
+    /// queue's backlog and the allocator's telemetry count per request, so a batch counts once).
+    pub fn share(&self) -> Time {
+        self.service() / Time::from(self.batch.max(1))
     }
 }

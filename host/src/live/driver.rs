@@ -15,6 +15,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 use super::PoolRun;
+use super::alarm::Alarm;
 use super::clock::Clock;
 use super::config::PoolConfig;
 use super::fleet::LiveFleet;
@@ -38,6 +39,9 @@ const BUILT_WINDOW: usize = 64;
 
 /// How often the loop wakes with nothing due: the published status, the stop flag.
 const HOUSEKEEPING: Time = 20_000_000;
+
+/// Wakes sooner than this are kept by the [`Alarm`], finer than tokio's millisecond timer.
+const PRECISE: Time = 2_000_000;
 
 /// What woke the loop.
 enum Wake {
@@ -63,6 +67,11 @@ struct Run<'c> {
     /// Workers (by generation) whose configuration failure was counted: a board of several compute
     /// units fails once, whichever of its CUs reports first.
     configure_failed: std::collections::HashSet<u64>,
+    /// Requests the engine holds for a batch, by id, until it settles them.
+    held: std::collections::HashMap<u64, Held>,
+    /// Keeps wakes due within [`PRECISE`] (a batch closing); `None` if its thread did not start
+    /// (tokio's timer then keeps them, to the millisecond).
+    alarm: Option<Alarm>,
 }
 
 /// Runs the pool `cfg` on `engine` with `clock`, taking requests from `arrivals` until they end (or
@@ -91,10 +100,19 @@ pub(super) async fn drive(
         stopped_at: None,
         interrupts: 0,
         configure_failed: std::collections::HashSet::new(),
+        held: std::collections::HashMap::new(),
+        alarm: None,
+    };
+    let mut rings = match Alarm::start() {
+        Ok((alarm, rings)) => {
+            run.alarm = Some(alarm);
+            Some(rings)
+        }
+        Err(_) => None,
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     let mut published = 0;
-    while !(run.trace_over && run.inflight.is_empty()) {
+    while !(run.trace_over && run.inflight.is_empty() && run.held.is_empty()) {
         if run.clock.now() >= published + HOUSEKEEPING {
             published = run.clock.now();
             run.publish();
@@ -103,7 +121,7 @@ pub(super) async fn drive(
             run.reject_in_flight();
             break;
         }
-        let wake = run.wait(&mut arrivals, &mut events, sigint.as_mut()).await;
+        let wake = run.wait(&mut arrivals, &mut events, rings.as_mut(), sigint.as_mut()).await;
         run.step(wake, &mut arrivals);
     }
     run.publish();
@@ -116,6 +134,7 @@ impl Run<'_> {
         &self,
         arrivals: &mut UnboundedReceiver<Arrive>,
         events: &mut UnboundedReceiver<Event>,
+        rings: Option<&mut UnboundedReceiver<()>>,
         sigint: Option<&mut Signal>,
     ) -> Wake {
         let now = self.clock.now();
@@ -127,8 +146,18 @@ impl Run<'_> {
         .flatten()
         .fold(now + HOUSEKEEPING, Time::min);
         let accepting = !self.trace_over && self.stopped_at.is_none();
+        let precise = wake.saturating_sub(now) < PRECISE;
+        if let Some(alarm) = self.alarm.as_ref().filter(|_| precise) {
+            alarm.ring_at(self.clock.instant(wake));
+        }
         tokio::select! {
             _ = tokio::time::sleep_until(self.clock.instant(wake).into()) => Wake::Timer,
+            Some(()) = async {
+                match rings {
+                    Some(r) => r.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => Wake::Timer,
             m = arrivals.recv(), if accepting => Wake::Arrive(m.unwrap_or(Arrive::End)),
             Some(e) = events.recv() => Wake::Event(e),
             Some(()) = async {
@@ -166,6 +195,7 @@ impl Run<'_> {
         // Ticks, worker timers and brownout periods due by now, in time order (the engine's own
         // schedule, as in the evaluator).
         self.engine.advance(now, !self.trace_over, &mut self.fleet);
+        self.send_settled(now);
         match wake {
             Wake::Arrive(Arrive::Trace(t)) => {
                 let request = Request { arrival: now, ..t.request };
@@ -210,9 +240,80 @@ impl Run<'_> {
         self.st.offered += 1;
         let deadline = deadline.map(|d| now.saturating_add(d));
         let span = deadline.unwrap_or_else(|| r.deadline(self.cfg.platform.deadline_factor)) - now;
-        let arrival = self.engine.arrive_by(r, deadline, self.next_id, &mut self.fleet);
-        let held = Held { arrived: now, inputs, reply, span };
-        self.send(arrival, self.next_id, held, now);
+        let id = self.next_id;
+        // Registered first: a batch it fills is settled within the call.
+        self.held.insert(id, Held { arrived: now, inputs, reply, span });
+        let arrival = self.engine.arrive_by(r, deadline, id, &mut self.fleet);
+        // A batch the arrival closed was booked before it: it goes to its board first.
+        self.send_settled(now);
+        if !matches!(arrival, Arrival::Held(_))
+            && let Some(held) = self.held.remove(&id)
+        {
+            self.send(arrival, id, held, now);
+        }
+    }
+
+    /// Sends the requests the engine settled out of batches: a batch as one job on its board, a
+    /// request it placed alone as any other.
+    fn send_settled(&mut self, now: Time) {
+        for group in self.fleet.take_settled() {
+            let mut members = Vec::with_capacity(group.len());
+            for (id, arrival) in group {
+                match self.held.remove(&id) {
+                    Some(held) => members.push((id, arrival, held)),
+                    None => self.st.faults.log.push(format!("request {id}: settled twice by its batch")),
+                }
+            }
+            match members.first() {
+                Some((_, Arrival::Assigned(a), _)) if a.batch > 1 => self.send_batch(members, now),
+                _ => {
+                    for (id, arrival, held) in members {
+                        self.send(arrival, id, held, now);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a batch's members to their board as one job (their inputs always built: the board
+    /// stacks them); each is in flight on its own, answered on its own.
+    fn send_batch(&mut self, members: Vec<(u64, Arrival, Held)>, now: Time) {
+        let mut jobs = Vec::with_capacity(members.len());
+        let mut booked_all = Vec::with_capacity(members.len());
+        for (id, arrival, held) in members {
+            let Arrival::Assigned(booked) = arrival else {
+                self.send(arrival, id, held, now);
+                continue;
+            };
+            let work = match held.inputs {
+                Inputs::Generated(spec, work) => {
+                    work.unwrap_or_else(|| Arc::new(self.cfg.image.build(&spec)))
+                }
+                Inputs::Given(work) => work,
+            };
+            let inputs = Inputs::Given(work.clone());
+            jobs.push((id, Input::Built(work)));
+            booked_all.push((id, booked, Held { inputs, ..held }));
+        }
+        let Some(&(_, first, _)) = booked_all.first() else { return };
+        let generation = self.fleet.generation(first.worker).unwrap_or(0);
+        let mut jobs = jobs.into_iter();
+        let Some(lead) = jobs.next() else { return };
+        if self.fleet.send_batch(first.unit(), lead, jobs.collect(), first.optional(), now) {
+            for (id, booked, Held { arrived, inputs, reply, .. }) in booked_all {
+                let o = Outstanding { booked, arrived, inputs, reply, generation, started: None };
+                self.inflight.insert(id, o);
+            }
+        } else {
+            for (id, _, held) in booked_all {
+                self.st.answers.rejected += 1;
+                self.st
+                    .faults
+                    .log
+                    .push(format!("request {id}: worker slot {} had no thread", first.worker.0));
+                refuse(held.reply, Refused::Failed(format!("worker slot {} had no thread", first.worker.0)));
+            }
+        }
     }
 
     /// Sends a booked request to its worker: a CPU gets its inputs; so does a board while its queue
@@ -380,12 +481,20 @@ impl Run<'_> {
     fn answered(&mut self, d: &Done, o: Outstanding, answer: Answer) {
         let (start, finish, took) = match d.device {
             Some((s, f, cycles)) => {
-                self.st.record_board(d.wall.1.saturating_sub(f), d.wall.1 - d.wall.0, f - s, cycles);
+                let n = u64::from(o.booked.batch.max(1));
+                self.st.record_board(
+                    d.wall.1.saturating_sub(f),
+                    (d.wall.1 - d.wall.0) / n,
+                    (f - s) / n,
+                    cycles / n,
+                );
                 (s, f, f - s)
             }
             None => (d.wall.0, d.wall.1, d.wall.1 - d.wall.0),
         };
-        self.engine.observe_service(d.kind, o.booked.service(), took);
+        // A batch's members share its one invocation: each counts its share.
+        let members = Time::from(o.booked.batch.max(1));
+        self.engine.observe_service(d.kind, o.booked.share(), took / members);
         if let (Kind::Cpu, Inputs::Given(work)) = (d.kind, &o.inputs) {
             let items = work.mandatory.items() + answer.optional.as_ref().map_or(0, |_| optional_items(work));
             if let Some(error) = self.engine.observe_client(items, took) {
@@ -449,6 +558,10 @@ impl Run<'_> {
         for (_, o) in self.inflight.take_all() {
             self.st.rejected_at_stop += 1;
             refuse(o.reply, Refused::Stopped);
+        }
+        for (_, h) in self.held.drain() {
+            self.st.rejected_at_stop += 1;
+            refuse(h.reply, Refused::Stopped);
         }
         self.fleet.cancel_all();
     }

@@ -13,7 +13,7 @@ use super::faults::Injector;
 use super::worker::{Event, JobMsg, Worker};
 use crate::backend;
 use crate::datapath::work::Input;
-use crate::engine::Effects;
+use crate::engine::{Arrival, Effects};
 use crate::model::{Kind, Time, Unit, WorkerId};
 
 /// A worker thread behind a pool slot.
@@ -39,6 +39,9 @@ pub(super) struct LiveFleet<'c> {
     /// Failed workers that may be stuck in a kernel: never waited for.
     abandoned: Vec<Worker>,
     generation: u64,
+    /// Requests held for a batch that the engine settled during a call, group by group, for the
+    /// driver to send once the call returns.
+    settled: Vec<Vec<(u64, Arrival)>>,
 }
 
 impl Effects for LiveFleet<'_> {
@@ -79,6 +82,10 @@ impl Effects for LiveFleet<'_> {
         }
     }
 
+    fn resolved(&mut self, held: &[(u64, Arrival)]) {
+        self.settled.push(held.to_vec());
+    }
+
     fn release(&mut self, slot: WorkerId, _kind: Kind, _at: Time) {
         if let Some(mut l) = self.live.remove(&slot) {
             l.worker.stop();
@@ -98,7 +105,13 @@ impl<'c> LiveFleet<'c> {
             retired: Vec::new(),
             abandoned: Vec::new(),
             generation: 0,
+            settled: Vec::new(),
         }
+    }
+
+    /// The held requests settled since the last call, in the engine's booking order.
+    pub fn take_settled(&mut self) -> Vec<Vec<(u64, Arrival)>> {
+        std::mem::take(&mut self.settled)
     }
 
     /// The generation of the worker in `slot`, if it is live.
@@ -123,9 +136,23 @@ impl<'c> LiveFleet<'c> {
     /// which may yet fail, would make which job stalls depend on timing); false if no live worker
     /// holds the slot.
     pub fn send(&mut self, unit: Unit, id: u64, input: Input, optional: bool, now: Time) -> bool {
+        self.send_batch(unit, (id, input), Vec::new(), optional, now)
+    }
+
+    /// [`LiveFleet::send`] for a batch: `first` and the `rest` of its members, run as one job.
+    pub fn send_batch(
+        &mut self,
+        unit: Unit,
+        first: (u64, Input),
+        rest: Vec<(u64, Input)>,
+        optional: bool,
+        now: Time,
+    ) -> bool {
         let Some(l) = self.live.get(&unit.worker) else { return false };
         let stall = if l.kind == Kind::Fpga && l.ready { self.injector.stall() } else { None };
-        l.worker.send(unit.cu, JobMsg { id, input, optional, dispatched: now, stall }).is_ok()
+        let (id, input) = first;
+        let job = JobMsg { id, input, optional, dispatched: now, stall, batch: rest };
+        l.worker.send(unit.cu, job).is_ok()
     }
 
     /// Takes the worker of `generation` in `slot` out of service: it hands back its queue unrun and

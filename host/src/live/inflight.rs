@@ -61,7 +61,7 @@ impl InFlight {
 
     pub fn insert(&mut self, id: u64, o: Outstanding) {
         let unit = self.per_unit.entry(o.booked.unit()).or_default();
-        *unit = (unit.0 + 1, unit.1 + o.booked.service());
+        *unit = (unit.0 + 1, unit.1 + o.booked.share());
         self.by_id.insert(id, o);
     }
 
@@ -84,7 +84,7 @@ impl InFlight {
     pub fn remove(&mut self, id: u64) -> Option<Outstanding> {
         let o = self.by_id.remove(&id)?;
         if let Some(n) = self.per_unit.get_mut(&o.booked.unit()) {
-            *n = (n.0.saturating_sub(1), n.1.saturating_sub(o.booked.service()));
+            *n = (n.0.saturating_sub(1), n.1.saturating_sub(o.booked.share()));
         }
         if let Some(s) = o.started.filter(|_| o.booked.kind == Kind::Fpga) {
             self.timeouts.remove(&(s.saturating_add(self.limit), id));

@@ -8,6 +8,7 @@
 //! what it measured from [`LivePool::join`]. FPGA latency is taken on the board's own timeline
 //! (queueing + cycles / clock), because the Verilated model runs slower than the board would.
 
+mod alarm;
 pub mod clock;
 mod config;
 mod driver;

@@ -99,6 +99,9 @@ pub struct PoolReport {
     pub link: crate::model::Link,
     /// A real board's invocation as measured at each configuration, us.
     pub invocation_measured_us: Spread,
+    /// With dynamic batching: the batches booked and the requests they carried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batches: Option<(u64, u64)>,
     /// FPGA spin-ups the policy made.
     pub fpga_spin_ups: u64,
     /// CPU spin-ups the policy made.
@@ -178,6 +181,7 @@ impl PoolReport {
             reconfig_configured_s: st.configured.fpga.delay_s,
             link: platform.fpga.link(),
             invocation_measured_us: Spread::of(&st.configured.fpga.invocation_us),
+            batches: outcome.batches,
             fpga_spin_ups: ledger(Kind::Fpga).spin_ups,
             cpu_spin_ups: ledger(Kind::Cpu).spin_ups,
             cpu_spin_up_measured_ms: Spread::of(&st.configured.cpu.measured_ms),

@@ -16,6 +16,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 
+mod batched;
+
 use super::clock::Clock;
 use crate::backend::{Backend, BackendError, Configured, Executed, Power};
 use crate::datapath::work::{Answer, Input, KernelImage, Payload, Work};
@@ -75,6 +77,16 @@ pub struct JobMsg {
     pub dispatched: Time,
     /// Fault injection: stall this long before running (a hung kernel).
     pub stall: Option<Duration>,
+    /// The other members of its batch (request id, inputs), run with it as one invocation; empty
+    /// for a job alone.
+    pub batch: Vec<(u64, Input)>,
+}
+
+impl JobMsg {
+    /// Every request id it answers, its own first.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.id).chain(self.batch.iter().map(|m| m.0))
+    }
 }
 
 /// What a worker reports.
@@ -202,6 +214,20 @@ impl Jobs for PoolJobs {
         if self.cancelled.load(Ordering::Relaxed) {
             return self.skip(backend, job);
         }
+        if job.batch.is_empty() { self.run_one(backend, job) } else { self.run_batch(backend, job) }
+    }
+
+    fn skip(&mut self, backend: &dyn Backend, job: JobMsg) {
+        let now = self.clock.now();
+        for id in job.ids() {
+            self.done(id, backend.power(), (now, now), (None, false), Ok(None));
+        }
+    }
+}
+
+impl PoolJobs {
+    /// Runs a job alone: its mandatory part, its optional part if it is to run.
+    fn run_one(&mut self, backend: &mut dyn Backend, job: JobMsg) {
         // Deferred inputs are built here, before the job's wall time starts.
         let work = self.image.inputs(&job.input);
         let start = self.clock.now();
@@ -238,13 +264,6 @@ impl Jobs for PoolJobs {
         self.done(job.id, backend.power(), (start, end), (device, mismatch), result);
     }
 
-    fn skip(&mut self, backend: &dyn Backend, job: JobMsg) {
-        let now = self.clock.now();
-        self.done(job.id, backend.power(), (now, now), (None, false), Ok(None));
-    }
-}
-
-impl PoolJobs {
     /// An emulated board releases its answer when its own timeline says the job is done, so its
     /// wall time is the board's and per-job overheads do not add up; when the answer is out.
     fn released(&self, backend: &dyn Backend, device: Option<(Time, Time, u64)>, end: Time) -> Time {

@@ -1,0 +1,138 @@
+//! A batch as one payload: its members' inputs concatenated along the item dimension, run as one
+//! board invocation, and the answer cut back into each member's.
+//!
+//! Documents and vectors are independent rows: they stack as they are. Images of one width stack
+//! into a taller image: a 3x3 window centred on a member's interior row reads only that member's
+//! rows, so each member's interior magnitudes are exactly its own; the two rows centred on each seam
+//! are computed and dropped (what batching images costs: two rows per member). Payloads that do not
+//! stack (mixed kernels, images of different widths, a repository model's tensors) are not
+//! concatenated: [`concat`] says so and the worker runs them one at a time.
+
+use super::work::{Output, Payload};
+
+/// Where each member's answer lies in the batch's, in the output's values (rows for activations).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cuts(Vec<(usize, usize)>);
+
+/// `members` as one payload, and where their answers lie in its answer; `None` if they do not stack
+/// (or there is only one).
+pub fn concat(members: &[&Payload]) -> Option<(Payload, Cuts)> {
+    let (first, rest) = members.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    match first {
+        Payload::Image { width, .. } => images(members, *width),
+        Payload::Documents(_) => {
+            let docs = rows(members, |p| if let Payload::Documents(d) = p { Some(d) } else { None })?;
+            Some((Payload::Documents(docs.0), docs.1))
+        }
+        Payload::Vectors(_) => {
+            let xs = rows(members, |p| if let Payload::Vectors(v) = p { Some(v) } else { None })?;
+            Some((Payload::Vectors(xs.0), xs.1))
+        }
+        Payload::Tensors(_) => None,
+    }
+}
+
+/// Independent rows, stacked; each member's answer is one value per row of its own.
+fn rows<T: Clone>(members: &[&Payload], of: impl Fn(&Payload) -> Option<&Vec<T>>) -> Option<(Vec<T>, Cuts)> {
+    let mut all = Vec::new();
+    let mut cuts = Vec::with_capacity(members.len());
+    for m in members {
+        let rows = of(m)?;
+        cuts.push((all.len(), rows.len()));
+        all.extend_from_slice(rows);
+    }
+    Some((all, Cuts(cuts)))
+}
+
+/// Images of one `width`, stacked; each member's interior rows are its own answer.
+fn images(members: &[&Payload], width: usize) -> Option<(Payload, Cuts)> {
+    let mut pixels = Vec::new();
+    let mut cuts = Vec::with_capacity(members.len());
+    for m in members {
+        let Payload::Image { pixels: p, width: w } = m else { return None };
+        let height = spork_golden::sobel::check_shape(p.len(), *w).ok()?;
+        if *w != width {
+            return None;
+        }
+        // Its interior centres are stacked rows top+1 ..= top+height-2: output rows top .. .
+        let top = pixels.len() / width;
+        cuts.push((top * (width - 2), (height - 2) * (width - 2)));
+        pixels.extend_from_slice(p);
+    }
+    Some((Payload::Image { pixels, width }, Cuts(cuts)))
+}
+
+impl Cuts {
+    /// The batch's answer `out` cut into its members'; `None` if it is too short for its cuts (a
+    /// backend that answered the wrong shape: every member's answer is then held to the reference).
+    pub fn split(&self, out: &Output) -> Option<Vec<Output>> {
+        let cut =
+            |&(at, len): &(usize, usize)| at.checked_add(len).filter(|&end| end <= out.len()).map(|e| at..e);
+        self.0
+            .iter()
+            .map(|c| {
+                let range = cut(c)?;
+                Some(match out {
+                    Output::Magnitudes(m) => Output::Magnitudes(m[range].to_vec()),
+                    Output::Scores(s) => Output::Scores(s[range].to_vec()),
+                    Output::Activations(a) => Output::Activations(a[range].to_vec()),
+                    Output::Tensors(_) => return None,
+                })
+            })
+            .collect()
+    }
+
+    /// Members.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it has no member.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datapath::work::KernelImage;
+    use rand::SeedableRng;
+    use spork_golden::Kernel;
+
+    /// Every built-in kernel: a batch of its payloads, run once by the reference, cut back, equals
+    /// each member run alone.
+    #[test]
+    fn a_batch_answers_each_member_exactly_as_it_would_alone() {
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(5);
+        for kernel in [Kernel::Sobel, Kernel::Bloom, Kernel::Dense] {
+            let image = KernelImage::new(kernel, 3);
+            // Images of one width stack (256 items: 16 x 16); rows of any count do.
+            let items: &[u64] = if kernel == Kernel::Sobel { &[256, 256, 256] } else { &[256, 1024, 64] };
+            let members: Vec<Payload> = items.iter().map(|&n| image.payload(n, &mut rng)).collect();
+            let refs: Vec<&Payload> = members.iter().collect();
+            let Some((batch, cuts)) = concat(&refs) else {
+                panic!("{kernel:?}: payloads of one kernel stack")
+            };
+            assert_eq!(batch.items(), members.iter().map(Payload::items).sum::<u64>());
+            let whole = image.reference(&batch).expect("the batch runs");
+            let parts = cuts.split(&whole).expect("cut back");
+            for (m, part) in members.iter().zip(parts) {
+                assert_eq!(Some(part), image.reference(m).ok(), "{kernel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn payloads_that_do_not_stack_are_left_alone() {
+        let img = |w: usize| Payload::Image { pixels: vec![7; w * 4], width: w };
+        assert_eq!(concat(&[&img(8), &img(9)]), None, "different widths");
+        assert_eq!(concat(&[&img(8), &Payload::Documents(vec![vec![1]])]), None, "different kernels");
+        assert_eq!(concat(&[&img(8)]), None, "one member is no batch");
+        let (_, cuts) = concat(&[&img(8), &img(8)]).expect("same width");
+        assert_eq!(cuts.split(&Output::Magnitudes(vec![0; 5])), None, "an answer too short for its cuts");
+    }
+}

@@ -1,0 +1,84 @@
+//! A wake-up finer than tokio's timer, whose wheel ticks in milliseconds: a batch due to close in
+//! 100 us must close then, not at the next millisecond (its members' deadlines are a millisecond
+//! away). One thread waits on a channel with a timeout (a futex wait, to tens of microseconds) and
+//! rings the dispatcher's loop when the latest time it was set to comes.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// The alarm: set it, and its receiver gets a message when the time comes.
+pub(super) struct Alarm {
+    set: Option<mpsc::Sender<Instant>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Alarm {
+    /// Starts the alarm's thread; the receiver rings.
+    pub fn start() -> std::io::Result<(Alarm, UnboundedReceiver<()>)> {
+        let (set, wishes) = mpsc::channel::<Instant>();
+        let (ring, rings) = unbounded_channel();
+        let thread =
+            std::thread::Builder::new().name("spork-alarm".into()).spawn(move || keep(wishes, ring))?;
+        Ok((Alarm { set: Some(set), thread: Some(thread) }, rings))
+    }
+
+    /// Rings at `at` (replacing the time it was set to). A ring that comes after the time changed
+    /// is harmless: the loop finds nothing due and sleeps again.
+    pub fn ring_at(&self, at: Instant) {
+        if let Some(set) = &self.set {
+            let _ = set.send(at);
+        }
+    }
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        self.set = None; // the thread sees its channel closed and ends
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The alarm's thread: waits for the latest wish, rings when it is due.
+fn keep(wishes: mpsc::Receiver<Instant>, ring: UnboundedSender<()>) {
+    let mut due: Option<Instant> = None;
+    loop {
+        let wish = match due {
+            Some(at) => wishes.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => wishes.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match wish {
+            Ok(at) => due = Some(at),
+            Err(RecvTimeoutError::Timeout) => {
+                due = None;
+                if ring.send(()).is_err() {
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn it_rings_once_at_the_latest_time_it_was_set_to() {
+        let (alarm, mut rings) = Alarm::start().expect("a thread");
+        let t0 = Instant::now();
+        alarm.ring_at(t0 + Duration::from_secs(3600));
+        alarm.ring_at(t0 + Duration::from_micros(200));
+        rings.recv().await.expect("a ring");
+        assert!(Instant::now() >= t0 + Duration::from_micros(200), "never early");
+        assert!(rings.try_recv().is_err(), "the replaced time does not ring as well");
+        drop(alarm);
+        assert!(rings.recv().await.is_none(), "dropping the alarm ends its thread");
+    }
+}
