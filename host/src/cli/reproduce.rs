@@ -26,7 +26,8 @@ pub struct Args {
     alibaba: Option<PathBuf>,
     /// Only these experiments, comma-separated: fig2, fig3, fig4, fig5, fig6, fig7, table8, table9, and
     /// beyond the paper: boards (three applications sharing scarce boards), cus (compute units per
-    /// board at a fixed board count), release, deadline, sizes, brownout (the controllers on the brownout papers' reference scenario).
+    /// board at a fixed board count), release, deadline, sizes, batching (the cost of a board invocation
+    /// and dynamic batching), brownout (the controllers on the brownout papers' reference scenario).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Exit with an error if a qualitative finding of the paper does not hold on our numbers.

@@ -8,6 +8,7 @@ use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
 use crate::model::{PerKind, Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
+use crate::policy::batching::Batching;
 use crate::policy::brownout::ControllerKind;
 use crate::policy::estimate::Statistic;
 use crate::policy::release::ReleaseTiming;
@@ -102,6 +103,8 @@ pub enum Work {
         release: ReleaseTiming,
         /// Most boards the pool may hold (`None`: as many as its allocator wants).
         fpga_boards: Option<u32>,
+        /// Dynamic batching (`None`: the paper's one job per request).
+        batching: Option<Batching>,
     },
     /// Several applications, a pool each, sharing boards (beyond the paper: scarce boards).
     Shared {
@@ -183,8 +186,9 @@ impl Job {
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
         let metrics = match &self.work {
-            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards } => {
+            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards, batching } => {
                 let plan = Plan {
+                    batching: *batching,
                     dispatcher: *dispatcher,
                     sizes: *sizes,
                     release: *release,
@@ -250,6 +254,7 @@ fn sim_metrics(r: &Report) -> BTreeMap<String, f64> {
         (Metric::P99Ms, r.latency.p99_ms),
         (Metric::Headroom, r.headroom.map_or(f64::NAN, f64::from)),
         (Metric::SizeError, r.size_error.unwrap_or(f64::NAN)),
+        (Metric::MeanBatch, r.batches.map_or(f64::NAN, |b| b.mean_size)),
     ])
     .filter(|(_, v)| v.is_finite())
     .collect()
@@ -344,6 +349,7 @@ pub(crate) fn sim(
             sizes: None,
             release: ReleaseTiming::Drained,
             fpga_boards: None,
+            batching: None,
         },
     }
 }
@@ -404,17 +410,22 @@ mod tests {
         let scale = Scale { duration: from_secs(120.0), ..Scale::quick() };
         let source = synthetic(&scale, 0.6, SizeSpec::Short, 0);
         let platform = Platform::default();
-        let (headroom, size_error) =
-            (Metric::Headroom.key().to_string(), Metric::SizeError.key().to_string());
-        // Sizes known: no estimate error to report.
+        let (headroom, size_error, batch) = (
+            Metric::Headroom.key().to_string(),
+            Metric::SizeError.key().to_string(),
+            Metric::MeanBatch.key().to_string(),
+        );
+        // Sizes known, no batching: no estimate error or batch size to report.
         let fpga = sim("t", &[], 0, platform, source.clone(), Scheduler::FpgaDynamic, None);
-        assert_eq!(keys(&fpga), &declared(&fpga) - &BTreeSet::from([size_error.clone()]));
+        assert_eq!(keys(&fpga), &declared(&fpga) - &BTreeSet::from([size_error.clone(), batch.clone()]));
         // A scheduler that searches no headroom has none to report.
         let mut cpu = sim("t", &[], 0, platform, source, Scheduler::CpuDynamic, None);
-        assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([headroom.clone(), size_error]));
-        // Sizes estimated: the error is reported.
-        if let Work::Sim { sizes, .. } = &mut cpu.work {
+        let absent = BTreeSet::from([headroom.clone(), size_error, batch.clone()]);
+        assert_eq!(keys(&cpu), &declared(&cpu) - &absent);
+        // Sizes estimated and requests batched: the error and the batch size are reported.
+        if let Work::Sim { sizes, batching, .. } = &mut cpu.work {
             *sizes = Some(Statistic::Mean);
+            *batching = Some(Batching::new(8, &[], 100_000).expect("valid"));
         }
         assert_eq!(keys(&cpu), &declared(&cpu) - &BTreeSet::from([headroom]));
         let spec = MilpSpec {

@@ -33,6 +33,8 @@ pub enum Metric {
     Headroom,
     /// With unknown sizes: the estimates' mean absolute error over the mean size.
     SizeError,
+    /// With dynamic batching: requests per batch booked.
+    MeanBatch,
     /// Share of work the MILP puts on CPUs.
     CpuWorkShare,
     /// MILP optimality gap.
@@ -59,7 +61,7 @@ pub enum Metric {
 
 impl Metric {
     /// What a simulated run records.
-    pub const SIM: [Metric; 15] = [
+    pub const SIM: [Metric; 16] = [
         Metric::EnergyEfficiency,
         Metric::RelativeCost,
         Metric::CpuShare,
@@ -75,6 +77,7 @@ impl Metric {
         Metric::P99Ms,
         Metric::Headroom,
         Metric::SizeError,
+        Metric::MeanBatch,
     ];
 
     /// What a MILP run records.
@@ -118,6 +121,7 @@ impl Metric {
             Metric::P99Ms => "p99_ms",
             Metric::Headroom => "headroom",
             Metric::SizeError => "size_error",
+            Metric::MeanBatch => "mean_batch",
             Metric::CpuWorkShare => "cpu_work_share",
             Metric::Gap => "gap",
             Metric::Optimal => "optimal",

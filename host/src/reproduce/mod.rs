@@ -262,7 +262,7 @@ mod tests {
         let e = ids(&["fig3", "table9prod"]).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown experiment 'table9prod': expected boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, release, sizes, table8 or table9"
+            "unknown experiment 'table9prod': expected batching, boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, release, sizes, table8 or table9"
         );
     }
 }

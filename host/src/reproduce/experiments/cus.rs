@@ -65,6 +65,7 @@ impl Experiment for Cus {
                             sizes: None,
                             release: ReleaseTiming::Drained,
                             fpga_boards: Some(BOARDS),
+                            batching: None,
                         },
                     });
                 }

@@ -2,6 +2,7 @@
 //! them all: the runner, the report and the tests go through it. `brownout` is public: its comparison
 //! of controllers is also `spork brownout`.
 
+mod batching;
 mod boards;
 pub mod brownout;
 mod cus;
@@ -17,6 +18,7 @@ mod sizes;
 mod table8;
 mod table9;
 
+pub use batching::Batch;
 pub use boards::Boards;
 pub use brownout::Brownout;
 pub use cus::Cus;
@@ -38,10 +40,10 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 14] {
+pub fn all() -> [&'static dyn Experiment; 15] {
     [
-        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes, &Brownout,
-        &Table9, &Table8,
+        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes, &Batch,
+        &Brownout, &Table9, &Table8,
     ]
 }
 

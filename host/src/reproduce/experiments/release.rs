@@ -123,6 +123,7 @@ impl Experiment for Release {
                                 sizes: None,
                                 release: timing,
                                 fpga_boards: None,
+                                batching: None,
                             },
                         });
                     }

@@ -68,6 +68,7 @@ impl Experiment for Sizes {
                             sizes,
                             release: ReleaseTiming::Drained,
                             fpga_boards: None,
+                            batching: None,
                         },
                     });
                 }

@@ -69,8 +69,8 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
     assert_eq!(
         ids(),
         [
-            "boards", "brownout", "cus", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6", "fig7",
-            "release", "sizes", "table8", "table9"
+            "batching", "boards", "brownout", "cus", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6",
+            "fig7", "release", "sizes", "table8", "table9"
         ]
     );
 }
@@ -164,6 +164,7 @@ fn checks_cover_every_point_they_name() {
     assert_eq!(n(&Boards), 5);
     assert_eq!(n(&Deadline), 10);
     assert_eq!(n(&Sizes), 3);
+    assert_eq!(n(&Batch), 3);
     assert_eq!(n(&Brownout), 3);
     // On equal numbers nothing strictly better holds: the checks read the points, not constants.
     assert!(!Fig4.checks(tables.get("fig4").unwrap())[0].holds);
@@ -176,7 +177,7 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
         order,
         [
             "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "cus", "deadline", "sizes",
-            "brownout", "table9", "table8"
+            "batching", "brownout", "table9", "table8"
         ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
