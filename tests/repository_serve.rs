@@ -170,6 +170,59 @@ fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_con
 }
 
 #[test]
+fn a_batching_model_stacks_concurrent_tritonclient_requests_on_the_simulated_board() {
+    // satadd declaring [batching] along N: requests from 16 client threads arrive close together and
+    // are stacked into one verilated board job; every answer is checked by the client against the
+    // reference, and the server checks each member against the CPU code.
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    copy_dir(&root().join("tests/fixtures/kernels/satadd"), &repo.join("satadd"));
+    let toml = repo.join("satadd/model.toml");
+    let mut text = std::fs::read_to_string(&toml).expect("model.toml");
+    text.push_str("\n[batching]\ndim = \"N\"\nmax_batch_size = 16\nmax_queue_delay_us = 500\n");
+    std::fs::write(&toml, text).expect("write");
+    let platform = cheap_board(tmp.path());
+    let report = tmp.path().join("report.json");
+    let args: [&OsStr; 8] = [
+        "--board".as_ref(),
+        "sim".as_ref(),
+        "--model-repository".as_ref(),
+        repo.as_ref(),
+        "--platform".as_ref(),
+        platform.as_ref(),
+        "--report-json".as_ref(),
+        report.as_ref(),
+    ];
+    let (server, http, _, _) = serve(&args, &tmp.path().join("cache"));
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/batch_e2e.py"))
+        .args(["--http", &http, "--threads", "16", "--requests", "150", "--seconds", "60"])
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "the client's checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{stdout}");
+    let status = stop(server);
+    assert!(status.success(), "the server's drain failed: {status}");
+    let reports: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the drain report")).expect("JSON");
+    let r = &reports["satadd"];
+    eprintln!("satadd's batches (booked, requests): {}", r["batches"]);
+    let n = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("satadd.{k}: {r}"));
+    assert_eq!(n("offered"), n("answered") + n("rejected") + n("rejected_at_stop"), "settled once");
+    assert_eq!(r["mismatches"].as_u64(), Some(0), "every member held to the reference: {r}");
+    let (batches, carried) = (r["batches"][0].as_u64(), r["batches"][1].as_u64());
+    let (batches, carried) = (batches.expect("batches reported"), carried.expect("requests batched"));
+    assert!(batches > 0 && carried > batches, "{carried} requests in {batches} batches: {r}");
+    assert!(n("answered_fpga") >= carried, "batched requests were answered by the board: {r}");
+}
+
+#[test]
 fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_the_token() {
     let python = python();
     let tmp = tempfile::tempdir().expect("tempdir");

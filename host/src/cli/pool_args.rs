@@ -90,13 +90,14 @@ impl PoolArgs {
         Ok(plans)
     }
 
-    /// A server's repository models do not batch yet: refuse rather than run without it.
+    /// A server batches per model, as its model.toml's `[batching]` says (as Triton's model config
+    /// does): a server-wide flag is refused rather than ignored.
     pub fn refuse_served_batching(&self) -> anyhow::Result<()> {
-        if self.max_batch_size.is_some() {
+        if self.max_batch_size.is_some() || !self.preferred_batch_size.is_empty() {
             bail!(
-                "--max-batch-size: spork serve's repository models do not declare a batch dimension yet to \
-                 stack their tensors along (spork simulate, reproduce and run with a built-in kernel batch)\n  \
-                 fix: drop --max-batch-size"
+                "--max-batch-size: spork serve batches per model\n  fix: drop the flag and give the model a \
+                 [batching] table in its model.toml (dim, max_batch_size, preferred_batch_size, \
+                 max_queue_delay_us; docs/model-repository.md)"
             );
         }
         Ok(())

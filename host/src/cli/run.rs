@@ -15,6 +15,7 @@ use spork::live::{Fault, FaultPlan, PoolConfig};
 use spork::model::time::to_secs;
 use spork::model::{Platform, Time};
 use spork::policy::Scheduler;
+use spork::policy::batching::Batching;
 use spork::run::{RunConfig, RunReport};
 use spork_golden::Kernel;
 
@@ -136,14 +137,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             (board, Arc::new(KernelImage::new(kernel, args.workload.seed)))
         }
         Some(repo) => {
-            if args.pool.max_batch_size.is_some() {
+            let (board, image) = repository_model(repo, &args)?;
+            let declared = image.kernel.repo().is_some_and(|k| k.spec.batching.is_some());
+            if args.pool.max_batch_size.is_some() && !declared {
                 bail!(
-                    "--max-batch-size with --model-repository: a repository model's tensors have no declared \
-                     batch dimension yet to stack them along\n  fix: drop --max-batch-size, or run a built-in \
-                     kernel (--kernel sobel, bloom or dense without --model-repository)"
+                    "--max-batch-size: model '{}' declares no [batching] dimension to stack its tensors along\n  \
+                     fix: give it a [batching] table in its model.toml (docs/model-repository.md), or drop the flag",
+                    args.kernel
                 );
             }
-            let (board, image) = repository_model(repo, &args)?;
             (board, Arc::new(image))
         }
     };
@@ -162,6 +164,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let has_optional = reqs.iter().any(|r| r.optional > 0);
     let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
+    // A repository model's own [batching] applies unless the flags state one (and not under brownout).
+    let declared = match image.kernel.repo().and_then(|k| k.spec.batching.as_ref()) {
+        Some(b) => Some(
+            Batching::new(
+                b.max_batch_size,
+                &b.preferred_batch_size,
+                b.max_queue_delay_us.saturating_mul(1_000),
+            )
+            .map_err(|e| anyhow::anyhow!("model '{}': [batching]: {e}", args.kernel))?,
+        ),
+        None => None,
+    };
+    let plans: Vec<Plan> = plans
+        .into_iter()
+        .map(|p| Plan { batching: p.batching.or(declared.filter(|_| p.brownout.is_none())), ..p })
+        .collect();
     for plan in &plans {
         super::check_dispatch_engine(plan)?;
     }

@@ -4,19 +4,24 @@
 //! Documents and vectors are independent rows: they stack as they are. Images of one width stack
 //! into a taller image: a 3x3 window centred on a member's interior row reads only that member's
 //! rows, so each member's interior magnitudes are exactly its own; the two rows centred on each seam
-//! are computed and dropped (what batching images costs: two rows per member). Payloads that do not
-//! stack (mixed kernels, images of different widths, a repository model's tensors) are not
-//! concatenated: [`concat`] says so and the worker runs them one at a time.
+//! are computed and dropped (what batching images costs: two rows per member). A repository model's
+//! tensors stack along the dimension its `[batching]` declares (`RepoKernel::stack`), each member's
+//! answer its own rows of every output. Payloads that do not stack (mixed kernels, images of
+//! different widths, tensors of a model that declares no batching, or whose other dimensions
+//! differ) are not concatenated: [`concat`] says so and the worker runs them one at a time.
 
 use super::work::{Output, Payload};
+use crate::repository::kernel::{RepoKernel, TensorPayload};
+use crate::repository::tensor::TensorBuf;
 
-/// Where each member's answer lies in the batch's, in the output's values (rows for activations).
+/// Where each member's answer lies in the batch's: in the output's values (rows for activations and
+/// along a repository model's batch dimension).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cuts(Vec<(usize, usize)>);
 
 /// `members` as one payload, and where their answers lie in its answer; `None` if they do not stack
-/// (or there is only one).
-pub fn concat(members: &[&Payload]) -> Option<(Payload, Cuts)> {
+/// (or there is only one). `repo`: the repository model whose tensors they are, if any.
+pub fn concat(members: &[&Payload], repo: Option<&RepoKernel>) -> Option<(Payload, Cuts)> {
     let (first, rest) = members.split_first()?;
     if rest.is_empty() {
         return None;
@@ -31,7 +36,23 @@ pub fn concat(members: &[&Payload]) -> Option<(Payload, Cuts)> {
             let xs = rows(members, |p| if let Payload::Vectors(v) = p { Some(v) } else { None })?;
             Some((Payload::Vectors(xs.0), xs.1))
         }
-        Payload::Tensors(_) => None,
+        Payload::Tensors(_) => {
+            let tensors: Vec<&TensorPayload> = members
+                .iter()
+                .map(|p| if let Payload::Tensors(t) = p { Some(t) } else { None })
+                .collect::<Option<_>>()?;
+            let (stacked, rows) = repo?.stack(&tensors)?;
+            let mut at = 0;
+            let cuts = rows
+                .iter()
+                .map(|&r| {
+                    let cut = (at, r as usize);
+                    at += r as usize;
+                    cut
+                })
+                .collect();
+            Some((Payload::Tensors(stacked), Cuts(cuts)))
+        }
     }
 }
 
@@ -69,17 +90,17 @@ impl Cuts {
     /// The batch's answer `out` cut into its members'; `None` if it is too short for its cuts (a
     /// backend that answered the wrong shape: every member's answer is then held to the reference).
     pub fn split(&self, out: &Output) -> Option<Vec<Output>> {
-        let cut =
-            |&(at, len): &(usize, usize)| at.checked_add(len).filter(|&end| end <= out.len()).map(|e| at..e);
         self.0
             .iter()
-            .map(|c| {
-                let range = cut(c)?;
+            .map(|&(at, len)| {
+                let range = |n: usize| at.checked_add(len).filter(|&end| end <= n).map(|end| at..end);
                 Some(match out {
-                    Output::Magnitudes(m) => Output::Magnitudes(m[range].to_vec()),
-                    Output::Scores(s) => Output::Scores(s[range].to_vec()),
-                    Output::Activations(a) => Output::Activations(a[range].to_vec()),
-                    Output::Tensors(_) => return None,
+                    Output::Magnitudes(m) => Output::Magnitudes(m[range(m.len())?].to_vec()),
+                    Output::Scores(s) => Output::Scores(s[range(s.len())?].to_vec()),
+                    Output::Activations(a) => Output::Activations(a[range(a.len())?].to_vec()),
+                    Output::Tensors(ts) => {
+                        Output::Tensors(ts.iter().map(|t| rows_of(t, at, len)).collect::<Option<_>>()?)
+                    }
                 })
             })
             .collect()
@@ -94,6 +115,15 @@ impl Cuts {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// Rows `at .. at + len` of `t` along its first dimension.
+fn rows_of(t: &TensorBuf, at: usize, len: usize) -> Option<TensorBuf> {
+    let total = usize::try_from(*t.shape.first()?).ok()?;
+    let end = at.checked_add(len).filter(|&e| e <= total && total > 0)?;
+    let row = t.bytes().len() / total;
+    let shape: Vec<u64> = std::iter::once(len as u64).chain(t.shape[1..].iter().copied()).collect();
+    TensorBuf::from_bytes(t.dtype, &shape, &t.bytes()[at * row..end * row])
 }
 
 #[cfg(test)]
@@ -114,7 +144,7 @@ mod tests {
             let items: &[u64] = if kernel == Kernel::Sobel { &[256, 256, 256] } else { &[256, 1024, 64] };
             let members: Vec<Payload> = items.iter().map(|&n| image.payload(n, &mut rng)).collect();
             let refs: Vec<&Payload> = members.iter().collect();
-            let Some((batch, cuts)) = concat(&refs) else {
+            let Some((batch, cuts)) = concat(&refs, None) else {
                 panic!("{kernel:?}: payloads of one kernel stack")
             };
             assert_eq!(batch.items(), members.iter().map(Payload::items).sum::<u64>());
@@ -129,10 +159,10 @@ mod tests {
     #[test]
     fn payloads_that_do_not_stack_are_left_alone() {
         let img = |w: usize| Payload::Image { pixels: vec![7; w * 4], width: w };
-        assert_eq!(concat(&[&img(8), &img(9)]), None, "different widths");
-        assert_eq!(concat(&[&img(8), &Payload::Documents(vec![vec![1]])]), None, "different kernels");
-        assert_eq!(concat(&[&img(8)]), None, "one member is no batch");
-        let (_, cuts) = concat(&[&img(8), &img(8)]).expect("same width");
+        assert_eq!(concat(&[&img(8), &img(9)], None), None, "different widths");
+        assert_eq!(concat(&[&img(8), &Payload::Documents(vec![vec![1]])], None), None, "different kernels");
+        assert_eq!(concat(&[&img(8)], None), None, "one member is no batch");
+        let (_, cuts) = concat(&[&img(8), &img(8)], None).expect("same width");
         assert_eq!(cuts.split(&Output::Magnitudes(vec![0; 5])), None, "an answer too short for its cuts");
     }
 }

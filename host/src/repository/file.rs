@@ -28,6 +28,24 @@ pub struct ModelFile {
     pub cpu: Option<Spanned<CpuFile>>,
     #[serde(default)]
     pub fpga: FpgaFile,
+    pub batching: Option<Spanned<BatchingFile>>,
+}
+
+/// `[batching]`: dynamic batching along a dimension every tensor leads with.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchingFile {
+    pub dim: String,
+    pub max_batch_size: u32,
+    #[serde(default)]
+    pub preferred_batch_size: Vec<u32>,
+    #[serde(default = "default_queue_delay_us")]
+    pub max_queue_delay_us: u64,
+}
+
+/// Triton's usual delay: 100 microseconds.
+fn default_queue_delay_us() -> u64 {
+    100
 }
 
 /// A variable dimension's bounds.

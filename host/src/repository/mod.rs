@@ -12,6 +12,7 @@
 //! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default; [`vitis`]: a
 //!   model's RTL as a Vitis kernel (`spork kernel package`).
 
+mod batch;
 pub mod check;
 pub mod cpu;
 mod file;

@@ -130,6 +130,21 @@ pub struct ModelSpec {
     pub alveo: Option<AlveoSpec>,
     /// `[fpga.f1]`: the kernel for AWS F1 slots.
     pub f1: Option<F1Spec>,
+    /// `[batching]`: requests stacked along a dimension every input and output leads with.
+    pub batching: Option<BatchingSpec>,
+}
+
+/// A model's dynamic batching, as `model.toml` states it (the policy checks the rule's figures).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchingSpec {
+    /// The dimension (an index into `dims`) requests stack along.
+    pub dim: usize,
+    /// The most requests in one batch.
+    pub max_batch_size: u32,
+    /// Sizes that close a batch at once.
+    pub preferred_batch_size: Vec<u32>,
+    /// The longest a batch waits for more requests once its board is free, microseconds.
+    pub max_queue_delay_us: u64,
 }
 
 /// Most elements one tensor may have at its largest dimensions (2^32: 4 Gi).
@@ -205,7 +220,10 @@ impl Checker<'_> {
             timing: raw.fpga.model.as_ref().map(|m| self.timing(m)).transpose()?,
             alveo: raw.fpga.alveo.as_ref().map(|a| self.alveo(a)).transpose()?,
             f1: raw.fpga.f1.as_ref().map(|f| self.f1(f)).transpose()?,
+            batching: None,
         };
+        let batching = raw.batching.as_ref().map(|b| self.batching(b, &spec)).transpose()?;
+        let spec = ModelSpec { batching, ..spec };
         if let (Some(sim), Some(s)) = (&spec.sim, &raw.fpga.sim) {
             self.stream_fits(&spec, sim, s.span())?;
         }
@@ -354,6 +372,35 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `[batching]`: its dimension must lead every input and output (a batch is their stacking along
+    /// it, and each member's answer is its own rows).
+    fn batching(
+        &self,
+        b: &toml::Spanned<file::BatchingFile>,
+        spec: &ModelSpec,
+    ) -> Result<BatchingSpec, InputError> {
+        let raw = b.get_ref();
+        let Some(dim) = spec.dims.iter().position(|d| d.name == raw.dim) else {
+            let fix = "name one of the model's [dims]";
+            return Err(self.err(b.span(), "batching.dim", format!("'{}' is not a dimension", raw.dim), fix));
+        };
+        let leads =
+            |t: &TensorSpec| matches!(t.shape.first(), Some(DimExpr::Var { var, offset: 0 }) if *var == dim);
+        if let Some(t) = spec.inputs.iter().chain(&spec.outputs).find(|t| !leads(t)) {
+            let fix =
+                "put the batch dimension first in every [[input]] and [[output]] shape, or drop [batching]";
+            let problem =
+                format!("'{}' does not lead with {}: a batch stacks every tensor along it", t.name, raw.dim);
+            return Err(self.err(b.span(), "batching.dim", problem, fix));
+        }
+        Ok(BatchingSpec {
+            dim,
+            max_batch_size: raw.max_batch_size,
+            preferred_batch_size: raw.preferred_batch_size.clone(),
+            max_queue_delay_us: raw.max_queue_delay_us,
+        })
     }
 
     fn items(&self, raw: &ModelFile, dims: &[Dim]) -> Result<Vec<usize>, InputError> {
@@ -609,6 +656,24 @@ shape = ["H-2", "W-2"]
         assert_eq!((m.name.as_str(), m.items.clone()), ("sobel", vec![0, 1]));
         assert_eq!(m.outputs[0].shape[1].show(&m.dims), "W-2");
         assert_eq!(m.outputs[0].shape[0].eval(&[5, 9]), 3);
+    }
+
+    #[test]
+    fn batching_needs_a_dimension_every_tensor_leads_with() {
+        // Sobel's output leads with H-2, not H: its rows are not independent along H.
+        let sobel = format!("{GOOD}[batching]\ndim = \"H\"\nmax_batch_size = 8\n");
+        let e = parse_text(&sobel).unwrap_err();
+        assert!(e.contains(":14:") && e.contains("'magnitudes' does not lead with H"), "{e}");
+        let unknown = format!("{GOOD}[batching]\ndim = \"Z\"\nmax_batch_size = 8\n");
+        assert!(parse_text(&unknown).unwrap_err().contains("'Z' is not a dimension"));
+        let rows = GOOD.replace("\"H-2\", \"W-2\"", "\"H\", \"W\"");
+        let m = parse_text(&format!("{rows}[batching]\ndim = \"H\"\nmax_batch_size = 8\n")).unwrap();
+        let b = m.batching.expect("declared");
+        assert_eq!(
+            (b.dim, b.max_batch_size, b.max_queue_delay_us),
+            (0, 8, 100),
+            "Triton's 100 us by default"
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ use crate::engine::boards::SharedBoards;
 use crate::live::{Clock, FaultPlan, LivePool, PoolConfig, PoolReport};
 use crate::model::Platform;
 use crate::policy::arbitrate::Sharing;
+use crate::policy::batching::Batching;
 use crate::repository::kernel::RepoKernel;
 pub use error::ServeError;
 use models::Model;
@@ -57,6 +58,8 @@ pub struct Kernelled {
     pub platform: Platform,
     /// Its FPGA workers when not the server's board (a real board's image is the model's own).
     pub board: Option<Board>,
+    /// Its dynamic batching, as its model.toml's `[batching]` states it.
+    pub batching: Option<Batching>,
 }
 
 /// Why a model's pool cannot be set up.
@@ -79,6 +82,11 @@ pub enum SetupError {
         "cannot write Spork's own model repository into the cache: {0}\n  fix: set SPORK_CACHE_DIR to a writable folder"
     )]
     Own(String),
+    /// The model's `[batching]` figures cannot work.
+    #[error(
+        "model '{0}': [batching]: {1}\n  fix: give max_batch_size 1 to 4096, preferred sizes within it, a delay of at most 1 s"
+    )]
+    Batching(String, crate::policy::batching::BatchingError),
 }
 
 impl Kernelled {
@@ -106,6 +114,16 @@ impl Kernelled {
         clock_mhz: Option<f64>,
         platform: Option<&std::path::Path>,
     ) -> Result<Self, SetupError> {
+        let batching = kernel
+            .spec
+            .batching
+            .as_ref()
+            .map(|b| {
+                let delay = b.max_queue_delay_us.saturating_mul(1_000);
+                Batching::new(b.max_batch_size, &b.preferred_batch_size, delay)
+            })
+            .transpose()
+            .map_err(|e| SetupError::Batching(kernel.spec.name.clone(), e))?;
         let image = Arc::new(KernelImage::repo(kernel.clone()));
         let calibration = Calibration::measure(target, &image, clock_mhz, 200_000)?;
         let base = match platform {
@@ -115,7 +133,7 @@ impl Kernelled {
         let platform = calibration.apply(base, platform.is_some());
         let platform = calibration.with_manifest(platform, target, &image);
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
-        Ok(Kernelled { model: Model(kernel), image, calibration, platform, board: None })
+        Ok(Kernelled { model: Model(kernel), image, calibration, platform, board: None, batching })
     }
 
     /// The served model it is.
@@ -198,10 +216,16 @@ impl PoolFactory {
             kernel_timeout: self.kernel_timeout,
             faults: self.faults.clone(),
             share: self.shared.clone().zip(share),
-            ..PoolConfig::new(k.platform, self.plan, k.image.clone(), k.calibration)
+            ..PoolConfig::new(k.platform, self.plan_for(k), k.image.clone(), k.calibration)
         }
         .sized_at(self.size_estimate);
         LivePool::start(pool, Oracle::default(), self.clock.clone())
+    }
+
+    /// The plan of `k`'s pool: the server's, with the model's own batching (off under brownout, whose
+    /// gate decides each request's optional part when it starts, which a batch does not do yet).
+    fn plan_for(&self, k: &Kernelled) -> Plan {
+        Plan { batching: k.batching.filter(|_| self.plan.brownout.is_none()), ..self.plan }
     }
 
     /// A new pool's index among the pools sharing boards, if they are shared.
