@@ -42,7 +42,10 @@ pub struct Engine {
     /// Unknown sizes: a trace's, booked at the plan's statistic, and a live pool's clients'.
     sizes: Sizes,
     /// Dynamic batching: the rule and the batch forming (`None`: every request is its own job).
-    batch: Option<batched::Batcher>,
+    batch: Option<Box<batched::Batcher>>,
+    /// When the batch forming closes (`Time::MAX`: none is): one compare on the evaluator's hot
+    /// path, which never batches.
+    batch_close: Time,
     /// Set while `arrive_by` places a request: its booking is its first scheduling, where the brownout
     /// gate decides (a re-dispatch after a failure keeps the decision).
     first_scheduling: bool,
@@ -114,7 +117,8 @@ impl Engine {
             objective,
             brownout: plan.brownout.map(|b| BrownoutLoop::new(b, plan.seed)),
             sizes: Sizes::new(plan.sizes),
-            batch: plan.batching.map(batched::Batcher::new),
+            batch: plan.batching.map(|rule| Box::new(batched::Batcher::new(rule))),
+            batch_close: Time::MAX,
             first_scheduling: false,
             platform,
             pool: Pool::numbered(plan.dispatcher().numbering())
@@ -212,10 +216,9 @@ impl Engine {
             let period = self.brownout_due(brownout).filter(|&t| t <= now);
             self.counts.events += 1;
             // A batch closing goes first at equal times: its requests arrived before.
-            if let Some(at) =
-                self.batch_due().filter(|&c| [tick, timer, period].iter().flatten().all(|&t| c <= t))
-                && at <= now
-            {
+            // `Time::MAX`: no batch (a drain advances to `Time::MAX` itself).
+            let at = self.batch_close;
+            if at <= now && at != Time::MAX && [tick, timer, period].iter().flatten().all(|&t| at <= t) {
                 self.close_batch(at, fx);
                 continue;
             }
@@ -532,7 +535,7 @@ impl Engine {
     /// Dispatches `r` at `now` (its arrival, or later for a request held for a batch; its optional
     /// part already decided) and books it. With unknown sizes the dispatcher and the admission rule
     /// see the job at `estimate`; the pool books what it really takes.
-    #[inline]
+    #[inline(always)]
     fn place(
         &mut self,
         r: Request,
@@ -568,7 +571,7 @@ impl Engine {
 
     /// Where the dispatcher (the rescue rule's if `rescue`, the hardware engine's first step if one
     /// is fitted) places `job` at `now`, and the fleet it chose from.
-    #[inline]
+    #[inline(always)]
     fn decide(&mut self, job: &Job, now: Time, rescue: bool) -> (Placement, Fleet) {
         if rescue {
             (self.rescue.place(&self.pool, job, now), Fleet::CPU_ONLY)
@@ -632,7 +635,7 @@ impl Engine {
 
     /// Books `r` on compute unit `unit` at `now`: its queue, idle timer, the interval's work, the
     /// brownout loop and the tally (its latency counted from its arrival).
-    #[inline]
+    #[inline(always)]
     fn book(&mut self, r: Request, now: Time, unit: Unit, job: Job, fx: &mut impl Effects) -> Assignment {
         let id = unit.worker;
         let kind = self.pool.worker(id).kind;
