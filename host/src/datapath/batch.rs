@@ -41,17 +41,11 @@ pub fn concat(members: &[&Payload], repo: Option<&RepoKernel>) -> Option<(Payloa
                 .iter()
                 .map(|p| if let Payload::Tensors(t) = p { Some(t) } else { None })
                 .collect::<Option<_>>()?;
-            let (stacked, rows) = repo?.stack(&tensors)?;
-            let mut at = 0;
-            let cuts = rows
-                .iter()
-                .map(|&r| {
-                    let cut = (at, r as usize);
-                    at += r as usize;
-                    cut
-                })
-                .collect();
-            Some((Payload::Tensors(stacked), Cuts(cuts)))
+            let (stacked, cuts) = repo?.stack(&tensors)?;
+            let cuts = cuts
+                .into_iter()
+                .map(|(at, rows)| Some((usize::try_from(at).ok()?, usize::try_from(rows).ok()?)));
+            Some((Payload::Tensors(stacked), Cuts(cuts.collect::<Option<_>>()?)))
         }
     }
 }
@@ -152,6 +146,50 @@ mod tests {
             let parts = cuts.split(&whole).expect("cut back");
             for (m, part) in members.iter().zip(parts) {
                 assert_eq!(Some(part), image.reference(m).ok(), "{kernel:?}");
+            }
+        }
+    }
+
+    /// Spork's own sobel model (a 3x3 window: halo 1) and dense (independent rows) as repository
+    /// models declaring `[batching]`, their C code compiled: a batch of tensors, run once, cut back,
+    /// equals each member run alone (images of different heights, one width).
+    #[test]
+    fn repository_tensors_stack_along_their_batch_dimension_seams_dropped() {
+        use crate::repository::kernel::RepoKernel;
+        let models = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+        for (name, batching, items) in [
+            ("sobel", "dim = \"H\"\nhalo = 1", [16 * 5, 16 * 9, 16 * 3]),
+            ("dense", "dim = \"N\"", [64 * 2, 64 * 7, 64]),
+        ] {
+            let dir = models.join(name);
+            let path = dir.join("model.toml");
+            let text = std::fs::read_to_string(&path).expect("model.toml");
+            let text = format!("{text}\n[batching]\n{batching}\nmax_batch_size = 8\n");
+            let spec = crate::repository::spec::parse(&dir, &path, &text).expect("a batching model");
+            let kernel = RepoKernel::load(spec, false).expect("its C code compiles");
+            let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(11);
+            let members: Vec<Payload> = items
+                .iter()
+                .map(|&n| {
+                    let mut p = kernel.random(n, &mut rng);
+                    if name == "sobel" {
+                        // One width (16), heights 5, 9 and 3: rows from the items.
+                        let h = n / 16;
+                        let bytes: Vec<u8> = (0..n).map(|i| (i * 37 % 251) as u8).collect();
+                        let image =
+                            TensorBuf::from_bytes(p.inputs[0].dtype, &[h, 16], &bytes).expect("image");
+                        p = kernel.payload(vec![image]).expect("bound");
+                    }
+                    Payload::Tensors(p)
+                })
+                .collect();
+            let refs: Vec<&Payload> = members.iter().collect();
+            let (batch, cuts) = concat(&refs, Some(&kernel)).expect("they stack");
+            let Payload::Tensors(stacked) = &batch else { panic!("tensors") };
+            let whole = Output::Tensors(kernel.reference(stacked).expect("the batch runs"));
+            for (m, part) in members.iter().zip(cuts.split(&whole).expect("cut back")) {
+                let Payload::Tensors(alone) = m else { panic!("tensors") };
+                assert_eq!(part, Output::Tensors(kernel.reference(alone).expect("runs")), "{name}");
             }
         }
     }

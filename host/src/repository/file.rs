@@ -41,6 +41,8 @@ pub struct BatchingFile {
     pub preferred_batch_size: Vec<u32>,
     #[serde(default = "default_queue_delay_us")]
     pub max_queue_delay_us: u64,
+    #[serde(default)]
+    pub halo: u64,
 }
 
 /// Triton's usual delay: 100 microseconds.

@@ -145,6 +145,9 @@ pub struct BatchingSpec {
     pub preferred_batch_size: Vec<u32>,
     /// The longest a batch waits for more requests once its board is free, microseconds.
     pub max_queue_delay_us: u64,
+    /// Rows each output lacks at either edge of `dim` (a 3x3 window: 1): outputs lead with
+    /// `dim - 2 halo`, and the rows centred on each seam between members are computed and dropped.
+    pub halo: u64,
 }
 
 /// Most elements one tensor may have at its largest dimensions (2^32: 4 Gi).
@@ -386,13 +389,21 @@ impl Checker<'_> {
             let fix = "name one of the model's [dims]";
             return Err(self.err(b.span(), "batching.dim", format!("'{}' is not a dimension", raw.dim), fix));
         };
-        let leads =
-            |t: &TensorSpec| matches!(t.shape.first(), Some(DimExpr::Var { var, offset: 0 }) if *var == dim);
-        if let Some(t) = spec.inputs.iter().chain(&spec.outputs).find(|t| !leads(t)) {
-            let fix =
-                "put the batch dimension first in every [[input]] and [[output]] shape, or drop [batching]";
-            let problem =
-                format!("'{}' does not lead with {}: a batch stacks every tensor along it", t.name, raw.dim);
+        let edge = i64::try_from(raw.halo).ok().and_then(|h| h.checked_mul(-2)).unwrap_or(i64::MIN);
+        let leads = |t: &TensorSpec, by: i64| matches!(t.shape.first(), Some(DimExpr::Var { var, offset }) if *var == dim && *offset == by);
+        let bad = spec
+            .inputs
+            .iter()
+            .find(|t| !leads(t, 0))
+            .or_else(|| spec.outputs.iter().find(|t| !leads(t, edge)));
+        if let Some(t) = bad {
+            let fix = "put the batch dimension first in every [[input]] and [[output]] shape (outputs as dim - 2 \
+                       halo, halo being the rows a window needs on either side), or drop [batching]";
+            let want = if raw.halo == 0 { raw.dim.clone() } else { format!("{}-{}", raw.dim, 2 * raw.halo) };
+            let problem = format!(
+                "'{}' does not lead with {want}: a batch stacks every tensor along {}",
+                t.name, raw.dim
+            );
             return Err(self.err(b.span(), "batching.dim", problem, fix));
         }
         Ok(BatchingSpec {
@@ -400,6 +411,7 @@ impl Checker<'_> {
             max_batch_size: raw.max_batch_size,
             preferred_batch_size: raw.preferred_batch_size.clone(),
             max_queue_delay_us: raw.max_queue_delay_us,
+            halo: raw.halo,
         })
     }
 
@@ -664,6 +676,11 @@ shape = ["H-2", "W-2"]
         let sobel = format!("{GOOD}[batching]\ndim = \"H\"\nmax_batch_size = 8\n");
         let e = parse_text(&sobel).unwrap_err();
         assert!(e.contains(":14:") && e.contains("'magnitudes' does not lead with H"), "{e}");
+        // With its 3x3 window's halo stated, sobel batches along H.
+        let windowed = parse_text(&format!("{sobel}halo = 1\n")).unwrap();
+        assert_eq!(windowed.batching.map(|b| (b.dim, b.halo)), Some((0, 1)));
+        let e = parse_text(&format!("{sobel}halo = 2\n")).unwrap_err();
+        assert!(e.contains("'magnitudes' does not lead with H-4"), "{e}");
         let unknown = format!("{GOOD}[batching]\ndim = \"Z\"\nmax_batch_size = 8\n");
         assert!(parse_text(&unknown).unwrap_err().contains("'Z' is not a dimension"));
         let rows = GOOD.replace("\"H-2\", \"W-2\"", "\"H\", \"W\"");
