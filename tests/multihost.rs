@@ -319,10 +319,14 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     let reruns = n("redispatched");
     assert!(reruns >= 1, "{pool}");
     assert_eq!(reruns as f64, get(&after, "spork_request_reruns{model=\"sobel\"}"), "{pool}");
-    assert!(n("workers_lost") >= 2, "{pool}");
+    // Each cut-off host's FPGA worker failed through the engine: lost if it was serving when its host
+    // went, a failed configuration if the cut came while it was still configuring (which of the two
+    // depends on this machine's timing: a loaded 2-core run saw 1 lost and 4 failed configurations).
+    let failed = n("workers_lost") + n("configure_failures");
+    assert!(n("workers_lost") >= 1 && failed >= 2, "{pool}");
     // The losses were seen, failed through the engine and re-run; the hosts came back.
     assert!(get(&after, "spork_worker_hosts_lost") >= 3.0, "{after:?}");
-    assert!(get(&mid, "spork_workers_lost{model=\"sobel\"}") >= 2.0, "{mid:?}");
+    assert!(get(&mid, "spork_workers_lost{model=\"sobel\"}") >= 1.0, "{mid:?}");
     assert!(get(&after, "spork_request_reruns{model=\"sobel\"}") >= 1.0, "no request was re-run: {after:?}");
     assert!(used_again >= 1.0, "the returning worker's FPGA slot was not used again");
     assert_eq!(get(&after, "spork_worker_hosts{state=\"up\"}"), 3.0, "{after:?}");
