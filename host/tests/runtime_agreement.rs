@@ -137,23 +137,41 @@ fn an_overloaded_board_rejects_as_predicted() {
     );
 }
 
-#[test]
-fn a_board_link_is_charged_live_as_booked() {
-    // The emulated board at 250 MHz serves a 0.1 ms request's pixels in microseconds, but each
-    // invocation costs 2 ms on its link: the board is the link's, live and predicted alike.
+/// The emulated board at 250 MHz, whose link costs `INVOCATION` per job, and a 3 s trace of 0.1 ms
+/// requests at 1.5 times what one board serves one job at a time.
+fn board_behind_its_link() -> (Platform, Calibration, Vec<Request>) {
     let image = KernelImage::new(Kernel::Sobel, 9);
     let items_per_sec = image.calibrate(100_000);
     let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
     let mut platform = c.apply(Platform::default(), false);
     platform.deadline_factor = 100.0;
     let bytes_per_cpu_s = image.bytes_per_item(4096) * items_per_sec;
-    let invocation = from_secs(0.002);
-    platform.fpga.link = Some(Link { invocation, bytes_per_s: 1e9, bytes_per_cpu_s });
-    let (seconds, size) = (3.0, 0.0001);
-    let per_job = to_secs(platform.fpga.service(from_secs(size)));
+    platform.fpga.link = Some(Link { invocation: INVOCATION, bytes_per_s: 1e9, bytes_per_cpu_s });
+    let per_job = to_secs(platform.fpga.service(from_secs(LINK_SIZE_S)));
     assert!(per_job > 0.002, "the link is in the booked service: {per_job}");
-    let requests = spork::run::trace::bursty(from_secs(seconds), 1.5 / per_job, 0.6, from_secs(size), 0.0, 7)
-        .expect("trace");
+    let requests = spork::run::trace::bursty(
+        from_secs(LINK_SECONDS),
+        1.5 / per_job,
+        0.6,
+        from_secs(LINK_SIZE_S),
+        0.0,
+        7,
+    )
+    .expect("trace");
+    (platform, c, requests)
+}
+
+/// The link's cost per invocation, the trace's length and its requests' size.
+const INVOCATION: u64 = 2_000_000;
+const LINK_SECONDS: f64 = 3.0;
+const LINK_SIZE_S: f64 = 0.0001;
+
+#[test]
+fn a_board_link_is_charged_live_as_booked() {
+    // The emulated board serves a 0.1 ms request's pixels in microseconds, but each invocation
+    // costs 2 ms on its link: the board is the link's, live and predicted alike.
+    let (platform, c, requests) = board_behind_its_link();
+    let (seconds, invocation) = (LINK_SECONDS, INVOCATION);
     let plan = Plan { seed: 7, caps: Caps(PerKind::new(None, Some(1))), ..Plan::new(Scheduler::FpgaDynamic) };
     let r = live(platform, plan, c, Board::Model(None), &requests, seconds);
     agree("a board paying 2 ms per invocation", &r, requests.len());
@@ -174,18 +192,8 @@ fn a_board_link_is_charged_live_as_booked() {
 fn a_batching_board_pays_one_invocation_per_batch_and_answers_every_member_once() {
     // The board above, 1.5x past its capacity when each request pays its own 2 ms invocation; with
     // batches of up to 16 the invocation is shared and the board keeps up, live and predicted alike.
-    let image = KernelImage::new(Kernel::Sobel, 9);
-    let items_per_sec = image.calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
-    let mut platform = c.apply(Platform::default(), false);
-    platform.deadline_factor = 100.0;
-    let bytes_per_cpu_s = image.bytes_per_item(4096) * items_per_sec;
-    let invocation = from_secs(0.002);
-    platform.fpga.link = Some(Link { invocation, bytes_per_s: 1e9, bytes_per_cpu_s });
-    let (seconds, size) = (3.0, 0.0001);
-    let per_job = to_secs(platform.fpga.service(from_secs(size)));
-    let requests = spork::run::trace::bursty(from_secs(seconds), 1.5 / per_job, 0.6, from_secs(size), 0.0, 7)
-        .expect("trace");
+    let (platform, c, requests) = board_behind_its_link();
+    let (seconds, invocation) = (LINK_SECONDS, INVOCATION);
     let batching = Batching::new(16, &[], from_secs(0.001)).expect("valid");
     let plan = Plan {
         seed: 7,

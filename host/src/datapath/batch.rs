@@ -19,11 +19,17 @@ use crate::repository::tensor::TensorBuf;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cuts(Vec<(usize, usize)>);
 
+/// The most input bytes one stacked payload may hold: stacking copies its members' inputs once more,
+/// so a batch of large requests (each already within its own bound) could otherwise double what a
+/// worker holds; beyond it the members run one at a time, in their own buffers.
+pub const MAX_STACK_BYTES: u64 = 64 << 20;
+
 /// `members` as one payload, and where their answers lie in its answer; `None` if they do not stack
-/// (or there is only one). `repo`: the repository model whose tensors they are, if any.
+/// (or there is only one, or they hold more than [`MAX_STACK_BYTES`]). `repo`: the repository model
+/// whose tensors they are, if any.
 pub fn concat(members: &[&Payload], repo: Option<&RepoKernel>) -> Option<(Payload, Cuts)> {
     let (first, rest) = members.split_first()?;
-    if rest.is_empty() {
+    if rest.is_empty() || members.iter().map(|p| p.bytes()).sum::<u64>() > MAX_STACK_BYTES {
         return None;
     }
     match first {
@@ -200,6 +206,8 @@ mod tests {
         assert_eq!(concat(&[&img(8), &img(9)], None), None, "different widths");
         assert_eq!(concat(&[&img(8), &Payload::Documents(vec![vec![1]])], None), None, "different kernels");
         assert_eq!(concat(&[&img(8)], None), None, "one member is no batch");
+        let big = Payload::Image { pixels: vec![0; (MAX_STACK_BYTES / 2) as usize + 256], width: 256 };
+        assert_eq!(concat(&[&big, &big], None), None, "a stack past the byte bound is not made");
         let (_, cuts) = concat(&[&img(8), &img(8)], None).expect("same width");
         assert_eq!(cuts.split(&Output::Magnitudes(vec![0; 5])), None, "an answer too short for its cuts");
     }

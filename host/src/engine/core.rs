@@ -633,6 +633,19 @@ impl Engine {
         if decided == r { (r, service) } else { (decided, self.platform.spec(kind).service(decided.size)) }
     }
 
+    /// Queues one job of `service` on compute unit `unit` (of a `kind` worker) at `now`: the pool's
+    /// queue, the worker's idle timer and the interval's work. A request alone and a batch alike.
+    #[inline(always)]
+    fn occupy(&mut self, unit: Unit, kind: Kind, now: Time, service: Time) -> (Time, Time) {
+        let id = unit.worker;
+        let (start, finish) = self.pool.assign(unit, now, service);
+        if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
+            self.arm(id, now);
+        }
+        self.work[kind] += service;
+        (start, finish)
+    }
+
     /// Books `r` on compute unit `unit` at `now`: its queue, idle timer, the interval's work, the
     /// brownout loop and the tally (its latency counted from its arrival).
     #[inline(always)]
@@ -640,15 +653,11 @@ impl Engine {
         let id = unit.worker;
         let kind = self.pool.worker(id).kind;
         let (r, service) = self.first_schedule(r, unit, job.service[kind.index()]);
-        let (start, finish) = self.pool.assign(unit, now, service);
-        if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
-            self.arm(id, now);
-        }
+        let (start, finish) = self.occupy(unit, kind, now, service);
         if let Some(b) = self.brownout.as_mut() {
             let span = job.deadline.saturating_sub(now).max(1);
             b.dispatched(finish, (finish - now) as f64 / span as f64, r.optional > 0);
         }
-        self.work[kind] += service;
         self.counts.total_size += r.size + r.optional;
         self.tally.record(kind, finish - r.arrival, finish > job.deadline);
         fx.served(&r, id, kind, start, finish);

@@ -3,7 +3,7 @@
 
 use super::Engine;
 use crate::engine::effects::{Arrival, Assignment, Effects};
-use crate::model::{Kind, Request, Time, Unit, WorkerState};
+use crate::model::{Kind, Request, Time, Unit};
 use crate::policy::Job;
 use crate::policy::batching::{Batching, Forming, bound, peel};
 
@@ -26,12 +26,11 @@ impl Member {
     }
 }
 
-/// The batch forming.
+/// The batch forming (when it closes is the engine's `batch_close`).
 #[derive(Debug)]
 struct Open {
     forming: Forming,
     members: Vec<Member>,
-    close_at: Time,
 }
 
 /// Dynamic batching's rule and the batch forming, if any.
@@ -96,9 +95,8 @@ impl Engine {
         let Some(unit) = bound(&self.pool, placement, &job, now) else { return false };
         let close_at = batch.rule.close_at(&forming, &job, self.pool.start_at(unit, now), now);
         let Some(batch) = self.batch.as_mut() else { return false };
-        let open = batch.open.get_or_insert_with(|| Open { forming, members: Vec::new(), close_at });
+        let open = batch.open.get_or_insert_with(|| Open { forming, members: Vec::new() });
         open.forming = forming;
-        open.close_at = close_at;
         open.members.push(m);
         self.batch_close = close_at;
         true
@@ -142,12 +140,7 @@ impl Engine {
     /// for their summed work), and settles them: each is tallied by its own arrival and deadline.
     fn book_batch(&mut self, members: Vec<Member>, unit: Unit, job: Job, now: Time, fx: &mut impl Effects) {
         let (id, kind) = (unit.worker, Kind::Fpga);
-        let service = job.service[kind.index()];
-        let (start, finish) = self.pool.assign(unit, now, service);
-        if self.pool.worker(id).state == WorkerState::Active && !self.timers.armed(id) {
-            self.arm(id, now);
-        }
-        self.work[kind] += service;
+        let (start, finish) = self.occupy(unit, kind, now, job.service[kind.index()]);
         let batch = members.len() as u32;
         self.counts.batches.0 += 1;
         self.counts.batches.1 += u64::from(batch);
