@@ -135,3 +135,60 @@ fn stream_wrappers_lint_clean_and_pass_the_smoke_test() {
     assert_eq!(out.matches("PASS").count(), 3, "{out}");
     assert!(!out.contains("FAIL"), "{out}");
 }
+
+/// The Triton side by side (scripts/triton/) cannot run in CI (it downloads Triton), but its parts
+/// can be checked here: the scripts are shellcheck-clean and the Python parses, and the C++
+/// backend builds with -Werror against our declarations of Triton's API, exporting the entry points
+/// Triton calls and leaving only Triton's own symbols (and libc's) to resolve at load.
+#[test]
+fn the_triton_backend_builds_and_exports_what_triton_loads() {
+    let r = root();
+    let t = r.join("scripts/triton");
+    let (ok, out) = run(Command::new("shellcheck").arg(t.join("setup.sh")).arg(t.join("side-by-side.sh")));
+    assert!(ok, "{out}");
+    let dir = std::env::temp_dir().join(format!("spork-triton-backend-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let lib = dir.join("libtriton_spork_sobel.so");
+    let kernel = dir.join("sobel.o");
+    let (ok, out) = run(Command::new("gcc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-c"])
+        .arg(format!("-I{}", r.join("kernel-abi/include").display()))
+        .arg(r.join("models/sobel/cpu/sobel.c"))
+        .arg("-o")
+        .arg(&kernel));
+    assert!(ok, "{out}");
+    let (ok, out) = run(Command::new("g++")
+        .args(["-O2", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"])
+        .arg(format!("-I{}", r.join("kernel-abi/include").display()))
+        .arg(format!("-I{}", t.display()))
+        .arg(t.join("spork_sobel_backend.cc"))
+        .arg(&kernel)
+        .arg("-o")
+        .arg(&lib));
+    assert!(ok, "{out}");
+    let (ok, symbols) = run(Command::new("nm").args(["-D", "--defined-only"]).arg(&lib));
+    assert!(ok, "{symbols}");
+    for entry in [
+        "TRITONBACKEND_ModelInstanceInitialize",
+        "TRITONBACKEND_ModelInstanceFinalize",
+        "TRITONBACKEND_ModelInstanceExecute",
+    ] {
+        assert!(symbols.contains(entry), "{entry} not exported:\n{symbols}");
+    }
+    let (ok, undefined) = run(Command::new("nm").args(["-D", "--undefined-only"]).arg(&lib));
+    assert!(ok, "{undefined}");
+    let foreign: Vec<&str> = undefined
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|s| {
+            !s.starts_with("TRITON") && !s.contains("GLIBC") && !s.contains("CXXABI") && !s.starts_with("_")
+        })
+        .collect();
+    assert!(foreign.is_empty(), "symbols neither Triton's nor the C/C++ runtime's: {foreign:?}");
+    for py in ["lone.py", "side_by_side.py", "summarise.py", "python_model/model.py"] {
+        let parse = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])";
+        let (ok, out) = run(Command::new("python3").args(["-c", parse]).arg(t.join(py)));
+        assert!(ok, "{py}: {out}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,8 +1,10 @@
 //! A wake-up finer than tokio's timer, whose wheel ticks in milliseconds: a batch due to close in
 //! 100 us must close then, not at the next millisecond (its members' deadlines are a millisecond
 //! away). One thread waits on a channel with a timeout (a futex wait, to tens of microseconds) and
-//! rings the dispatcher's loop when the latest time it was set to comes.
+//! rings the dispatcher's loop when the latest time it was set to comes. Setting it wakes that
+//! thread, so the dispatcher sets it only when the time it wants changes.
 
+use std::cell::Cell;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -13,6 +15,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 pub(super) struct Alarm {
     set: Option<mpsc::Sender<Instant>>,
     thread: Option<JoinHandle<()>>,
+    /// The time it is set to, until it rings.
+    armed: Cell<Option<Instant>>,
 }
 
 impl Alarm {
@@ -22,15 +26,25 @@ impl Alarm {
         let (ring, rings) = unbounded_channel();
         let thread =
             std::thread::Builder::new().name("spork-alarm".into()).spawn(move || keep(wishes, ring))?;
-        Ok((Alarm { set: Some(set), thread: Some(thread) }, rings))
+        Ok((Alarm { set: Some(set), thread: Some(thread), armed: Cell::new(None) }, rings))
     }
 
-    /// Rings at `at` (replacing the time it was set to). A ring that comes after the time changed
-    /// is harmless: the loop finds nothing due and sleeps again.
+    /// Rings at `at` (replacing the time it was set to; nothing to do if that is `at` already). A
+    /// ring that comes after the time changed is harmless: the loop finds nothing due and sleeps
+    /// again.
     pub fn ring_at(&self, at: Instant) {
+        if self.armed.get() == Some(at) {
+            return;
+        }
         if let Some(set) = &self.set {
+            self.armed.set(Some(at));
             let _ = set.send(at);
         }
+    }
+
+    /// It rang: the next time asked for is set again, even if it is the same.
+    pub fn rang(&self) {
+        self.armed.set(None);
     }
 }
 
@@ -75,9 +89,16 @@ mod tests {
         let t0 = Instant::now();
         alarm.ring_at(t0 + Duration::from_secs(3600));
         alarm.ring_at(t0 + Duration::from_micros(200));
+        alarm.ring_at(t0 + Duration::from_micros(200)); // unchanged: not sent again
         rings.recv().await.expect("a ring");
         assert!(Instant::now() >= t0 + Duration::from_micros(200), "never early");
         assert!(rings.try_recv().is_err(), "the replaced time does not ring as well");
+        alarm.rang();
+        let again = Instant::now() + Duration::from_micros(100);
+        alarm.ring_at(again);
+        alarm.ring_at(again);
+        rings.recv().await.expect("set again after ringing, it rings again");
+        assert!(rings.try_recv().is_err(), "once");
         drop(alarm);
         assert!(rings.recv().await.is_none(), "dropping the alarm ends its thread");
     }

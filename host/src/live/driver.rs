@@ -69,8 +69,8 @@ struct Run<'c> {
     configure_failed: std::collections::HashSet<u64>,
     /// Requests the engine holds for a batch, by id, until it settles them.
     held: std::collections::HashMap<u64, Held>,
-    /// Keeps wakes due within [`PRECISE`] (a batch closing); `None` if its thread did not start
-    /// (tokio's timer then keeps them, to the millisecond).
+    /// Keeps wakes due within [`PRECISE`] (a batch closing); `None` without batching or if its
+    /// thread did not start (tokio's timer then keeps them, to the millisecond).
     alarm: Option<Alarm>,
 }
 
@@ -103,12 +103,13 @@ pub(super) async fn drive(
         held: std::collections::HashMap::new(),
         alarm: None,
     };
-    let mut rings = match Alarm::start() {
-        Ok((alarm, rings)) => {
+    // Only a batch's close needs a wake finer than tokio's: without batching, no alarm thread.
+    let mut rings = match cfg.plan.batching.as_ref().map(|_| Alarm::start()) {
+        Some(Ok((alarm, rings))) => {
             run.alarm = Some(alarm);
             Some(rings)
         }
-        Err(_) => None,
+        _ => None,
     };
     run.engine.begin(cfg.horizon, &mut run.fleet);
     let mut published = 0;
@@ -157,7 +158,12 @@ impl Run<'_> {
                     Some(r) => r.recv().await,
                     None => std::future::pending().await,
                 }
-            } => Wake::Timer,
+            } => {
+                if let Some(alarm) = &self.alarm {
+                    alarm.rang();
+                }
+                Wake::Timer
+            }
             m = arrivals.recv(), if accepting => Wake::Arrive(m.unwrap_or(Arrive::End)),
             Some(e) = events.recv() => Wake::Event(e),
             Some(()) = async {
