@@ -185,7 +185,7 @@ fn the_triton_backend_builds_and_exports_what_triton_loads() {
         })
         .collect();
     assert!(foreign.is_empty(), "symbols neither Triton's nor the C/C++ runtime's: {foreign:?}");
-    for py in ["lone.py", "side_by_side.py", "summarise.py", "python_model/model.py"] {
+    for py in ["lone.py", "sobel_ref.py", "side_by_side.py", "summarise.py", "python_model/model.py"] {
         let parse = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])";
         let (ok, out) = run(Command::new("python3").args(["-c", parse]).arg(t.join(py)));
         assert!(ok, "{py}: {out}");

@@ -13,13 +13,7 @@ import time
 
 import numpy as np
 
-
-def sobel(img):
-    p = img.astype(np.int32)
-    up, mid, down = p[:-2], p[1:-1], p[2:]
-    gx = (up[:, 2:] + 2 * mid[:, 2:] + down[:, 2:]) - (up[:, :-2] + 2 * mid[:, :-2] + down[:, :-2])
-    gy = (down[:, :-2] + 2 * down[:, 1:-1] + down[:, 2:]) - (up[:, :-2] + 2 * up[:, 1:-1] + up[:, 2:])
-    return np.minimum(np.abs(gx) + np.abs(gy), 255).astype(np.uint8)
+from sobel_ref import sobel
 
 
 def client(protocol, url):
@@ -40,7 +34,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--label", default="server")
     a = ap.parse_args()
-    h, w = (int(v) for v in a.size.split("x"))
+    try:
+        h, w = (int(v) for v in a.size.lower().split("x"))
+    except ValueError:
+        ap.error(f"--size {a.size!r}: give HxW, e.g. 16x16")
+    if h < 3 or w < 3:
+        ap.error(f"--size {a.size}: sobel needs an image of at least 3x3")
     t, c = client(a.protocol, a.url)
     rng = np.random.default_rng(7)
     images = [rng.integers(0, 256, size=(h, w), dtype=np.uint8) for _ in range(16)]

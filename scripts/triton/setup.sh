@@ -57,7 +57,7 @@ CONFIG
 }
 write_config cpp spork_sobel "$instances"
 write_config python python 1
-cp "$here/python_model/model.py" "$dir/python/sobel/1/model.py"
+cp "$here/python_model/model.py" "$here/sobel_ref.py" "$dir/python/sobel/1/"
 "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' >"$dir/python/sobel/1/site_packages.txt"
 cat >"$dir/env.sh" <<ENV
 TRITONSERVER="$pytriton/tritonserver/bin/tritonserver"

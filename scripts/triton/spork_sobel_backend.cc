@@ -31,8 +31,9 @@ TRITONSERVER_Error *image_of(TRITONBACKEND_Request *request, int64_t *h, int64_t
     uint64_t bytes = 0;
     if (TRITONSERVER_Error *e = TRITONBACKEND_InputProperties(input, &name, &dtype, &shape, &rank, &bytes, &buffers))
         return e;
+    uint64_t pixels_n = 0;
     if (dtype != TRITONSERVER_TYPE_UINT8 || rank != 2 || shape[0] < 3 || shape[1] < 3 ||
-        bytes != uint64_t(shape[0] * shape[1]))
+        __builtin_mul_overflow(uint64_t(shape[0]), uint64_t(shape[1]), &pixels_n) || bytes != pixels_n)
         return fail(TRITONSERVER_ERROR_INVALID_ARG, "sobel takes `image`, UINT8 [H, W] with H, W >= 3");
     *h = shape[0];
     *w = shape[1];

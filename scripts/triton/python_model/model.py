@@ -1,23 +1,18 @@
 """Triton's Python backend serving `sobel` (the reference point of a Python model: numpy's Sobel,
 answers equal to Spork's). Installed as `python/sobel` by scripts/triton/setup.sh, which
-writes `site_packages.txt` beside this file: the stub's embedded Python has no numpy of its own,
+writes `site_packages.txt` and copies `sobel_ref.py` (the reference lone.py checks against) beside
+this file: the stub's embedded Python has no numpy of its own,
 and the backend starts the stub without the server's environment."""
 import os
 import sys
 
-with open(os.path.join(os.path.dirname(__file__), "site_packages.txt")) as f:
+here = os.path.dirname(__file__)
+with open(os.path.join(here, "site_packages.txt")) as f:
     sys.path.append(f.read().strip())
+sys.path.insert(0, here)  # sobel_ref.py, copied beside this file
 
-import numpy as np  # noqa: E402
 import triton_python_backend_utils as pb_utils  # noqa: E402
-
-
-def sobel(img):
-    p = img.astype(np.int32)
-    up, mid, down = p[:-2], p[1:-1], p[2:]
-    gx = (up[:, 2:] + 2 * mid[:, 2:] + down[:, 2:]) - (up[:, :-2] + 2 * mid[:, :-2] + down[:, :-2])
-    gy = (down[:, :-2] + 2 * down[:, 1:-1] + down[:, 2:]) - (up[:, :-2] + 2 * up[:, 1:-1] + up[:, 2:])
-    return np.minimum(np.abs(gx) + np.abs(gy), 255).astype(np.uint8)
+from sobel_ref import sobel  # noqa: E402
 
 
 class TritonPythonModel:
