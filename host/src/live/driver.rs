@@ -132,7 +132,7 @@ pub(super) async fn drive(
 impl Run<'_> {
     /// Sleeps until something is due or a message comes.
     async fn wait(
-        &self,
+        &mut self,
         arrivals: &mut UnboundedReceiver<Arrive>,
         events: &mut UnboundedReceiver<Event>,
         rings: Option<&mut UnboundedReceiver<()>>,

@@ -1,7 +1,8 @@
 //! The live pool: the engine driven in wall time on real workers, behind one handle.
 //!
 //! [`LivePool::start`] builds the engine from a [`PoolConfig`] with the one constructor the
-//! evaluator uses, and runs its dispatcher loop ([`driver`]) on a thread of its own; the engine's
+//! evaluator uses, and runs its dispatcher loop ([`driver`]) on a thread of its own, or as a task on
+//! a server's protocol runtime ([`LivePool::start_in`]); the engine's
 //! decisions start and stop real workers through the [`fleet`] sink, each a thread of the worker
 //! runner ([`worker`]). `spork run` feeds a pool from its load generator ([`LivePool::feeder`]),
 //! `spork serve` from clients ([`LivePool::submit`]); both stop it with [`LivePool::drain`] and get
@@ -30,8 +31,9 @@ pub use report::PoolReport;
 pub use stats::RunStats;
 pub use status::Status;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
@@ -66,7 +68,15 @@ pub struct LivePool {
     stop: Arc<AtomicBool>,
     /// What its dispatcher publishes (the server's metrics, a run's progress line).
     pub status: Arc<Status>,
-    thread: Option<JoinHandle<PoolRun>>,
+    dispatcher: Option<Dispatcher>,
+}
+
+/// Where a pool's dispatcher runs.
+enum Dispatcher {
+    /// A thread of its own (`spork run`; a hardware dispatch engine).
+    Thread(JoinHandle<PoolRun>),
+    /// A task on the server's protocol runtime; its run comes back on `result`.
+    Task { task: tokio::task::JoinHandle<()>, result: Mutex<Receiver<PoolRun>> },
 }
 
 /// Feeds a pool a trace's requests from another thread.
@@ -88,8 +98,21 @@ impl Feeder {
 impl LivePool {
     /// Starts the pool `cfg` describes (its plan bounded as every live pool's, see [`bound`]) on
     /// `clock`, told `oracle` in advance (the trace's demand and searched headroom for oracle
-    /// schedulers; nothing for a server's pool).
-    pub fn start(mut cfg: PoolConfig, oracle: Oracle, clock: Clock) -> std::io::Result<LivePool> {
+    /// schedulers; nothing for a server's pool), with its dispatcher on a thread of its own.
+    pub fn start(cfg: PoolConfig, oracle: Oracle, clock: Clock) -> std::io::Result<LivePool> {
+        LivePool::start_in(cfg, oracle, clock, None)
+    }
+
+    /// The same, with the dispatcher a task on `home` (a server's protocol runtime) when it is
+    /// given and the dispatch rule is software: a client's request then reaches the dispatcher, and
+    /// its answer the client's connection, without waking another thread (two wake-ups fewer per
+    /// request). A hardware dispatch engine, whose simulation takes its time, keeps its own thread.
+    pub fn start_in(
+        mut cfg: PoolConfig,
+        oracle: Oracle,
+        clock: Clock,
+        home: Option<&tokio::runtime::Handle>,
+    ) -> std::io::Result<LivePool> {
         bound(&mut cfg);
         let units = cfg.platform.fpga.compute_units;
         cfg.board
@@ -98,8 +121,6 @@ impl LivePool {
         let status = Arc::new(Status::default());
         let stop = cfg.stop.clone();
         let (tx, rx) = unbounded_channel();
-        let name = format!("spork-pool-{}", cfg.image.kernel.name());
-        let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
         let (published, kept) = (status.clone(), cfg.clone());
         let hardware = DispatchEngine::start(
             cfg.plan.dispatch_engine,
@@ -107,18 +128,28 @@ impl LivePool {
             status.dispatch.clone(),
         )
         .map_err(std::io::Error::other)?;
-        let thread = std::thread::Builder::new().name(name).spawn(move || {
-            let mut engine = Engine::new(cfg.platform, &cfg.plan, &oracle);
-            if let Some(hw) = hardware {
-                engine.dispatch_in_hardware(Box::new(hw));
+        let home = home.filter(|_| hardware.is_none());
+        let dispatcher = move || async move {
+            let engine = engine_for(&cfg, &oracle, hardware);
+            driver::drive(&cfg, engine, clock, rx, &published).await
+        };
+        let dispatcher = match home {
+            Some(rt) => {
+                let (done, result) = std::sync::mpsc::sync_channel(1);
+                let task = rt.spawn(async move {
+                    let _ = done.send(dispatcher().await);
+                });
+                Dispatcher::Task { task, result: Mutex::new(result) }
             }
-            engine.size_clients(cfg.size_estimate, cfg.calibration.items_per_sec);
-            if let Some((boards, index)) = &cfg.share {
-                engine.share_boards(boards.handle(*index));
+            None => {
+                let name = format!("spork-pool-{}", kept.image.kernel.name());
+                let rt = tokio::runtime::Builder::new_current_thread().enable_time().enable_io().build()?;
+                let thread =
+                    std::thread::Builder::new().name(name).spawn(move || rt.block_on(dispatcher()))?;
+                Dispatcher::Thread(thread)
             }
-            rt.block_on(driver::drive(&cfg, engine, clock, rx, &published))
-        })?;
-        Ok(LivePool { cfg: kept, tx, stop, status, thread: Some(thread) })
+        };
+        Ok(LivePool { cfg: kept, tx, stop, status, dispatcher: Some(dispatcher) })
     }
 
     /// A handle that feeds the pool a trace's requests.
@@ -151,15 +182,36 @@ impl LivePool {
 
     /// Whether the pool's dispatcher has ended.
     pub fn is_finished(&self) -> bool {
-        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+        match &self.dispatcher {
+            None => true,
+            Some(Dispatcher::Thread(t)) => t.is_finished(),
+            Some(Dispatcher::Task { task, .. }) => task.is_finished(),
+        }
     }
 
     /// Waits for the dispatcher to end; its report, if it ended normally. Call after
-    /// [`LivePool::drain`] or once its feeder has ended the requests.
+    /// [`LivePool::drain`] or once its feeder has ended the requests; not on the runtime the
+    /// dispatcher runs on (it blocks), and before that runtime is dropped (that ends it unreported).
     pub fn join(mut self) -> Option<PoolReport> {
-        let run = self.thread.take().and_then(|t| t.join().ok())?;
+        let run = match self.dispatcher.take()? {
+            Dispatcher::Thread(t) => t.join().ok()?,
+            Dispatcher::Task { result, .. } => result.into_inner().ok()?.recv().ok()?,
+        };
         Some(PoolReport::new(&self.cfg, run))
     }
+}
+
+/// The engine of `cfg`'s pool, built with the one constructor the evaluator uses.
+fn engine_for(cfg: &PoolConfig, oracle: &Oracle, hardware: Option<DispatchEngine>) -> Engine {
+    let mut engine = Engine::new(cfg.platform, &cfg.plan, oracle);
+    if let Some(hw) = hardware {
+        engine.dispatch_in_hardware(Box::new(hw));
+    }
+    engine.size_clients(cfg.size_estimate, cfg.calibration.items_per_sec);
+    if let Some((boards, index)) = &cfg.share {
+        engine.share_boards(boards.handle(*index));
+    }
+    engine
 }
 
 /// The bounds every live pool runs under: worker threads capped by configuration (a cap the engine

@@ -205,6 +205,8 @@ pub struct PoolFactory {
     size_estimate: Statistic,
     shared: Option<SharedBoards>,
     clock: Clock,
+    /// The protocol runtime: each pool's dispatcher is a task on it (see [`LivePool::start_in`]).
+    home: tokio::runtime::Handle,
 }
 
 impl PoolFactory {
@@ -219,7 +221,7 @@ impl PoolFactory {
             ..PoolConfig::new(k.platform, self.plan_for(k), k.image.clone(), k.calibration)
         }
         .sized_at(self.size_estimate);
-        LivePool::start(pool, Oracle::default(), self.clock.clone())
+        LivePool::start_in(pool, Oracle::default(), self.clock.clone(), Some(&self.home))
     }
 
     /// The plan of `k`'s pool: the server's, with the model's own batching (off under brownout, whose
@@ -307,6 +309,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         size_estimate: cfg.size_estimate,
         shared: shared.clone(),
         clock: clock.clone(),
+        home: rt.handle().clone(),
     });
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {
@@ -370,15 +373,17 @@ impl Running {
 
     /// Drains: readiness false, new requests refused (503 / UNAVAILABLE), those in flight finish
     /// within the grace period and the rest are refused; the listeners close once every response
-    /// is out. Returns each pool's report.
+    /// is out. Returns each pool's report (the pools' dispatchers run on the protocol runtime,
+    /// so it ends after them).
     pub fn drain(self) -> Vec<(String, Option<PoolReport>)> {
         let Running { server, listeners, rt, .. } = self;
         server.drain();
         rt.block_on(listeners.shut_down());
-        drop(rt);
-        match Arc::try_unwrap(server) {
+        let reports = match Arc::try_unwrap(server) {
             Ok(s) => s.join(),
             Err(_) => Vec::new(),
-        }
+        };
+        drop(rt);
+        reports
     }
 }
