@@ -1,9 +1,10 @@
 //! A live pool's threads. The alarm thread that keeps a batch's close to the microsecond (tokio's
 //! timer ticks in milliseconds) exists only in a pool that batches: set on every loop of the
-//! dispatcher, it used to be woken about three times per request in every pool. One test in its own
-//! binary, so that no other test's pool is among the threads counted.
+//! dispatcher, it used to be woken about three times per request in every pool. And a server's pool
+//! has no dispatcher thread: its dispatcher is a task on the server's runtime. The tests are in
+//! their own binary and take turns, so that no other test's pool is among the threads counted.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
 use spork::backend::{Board, Calibration};
@@ -24,30 +25,46 @@ fn threads() -> Vec<String> {
         .collect()
 }
 
+/// One test at a time: each counts the process's threads.
+static TURN: Mutex<()> = Mutex::new(());
+
+fn named(names: &[String], prefix: &str) -> usize {
+    names.iter().filter(|n| n.starts_with(prefix)).count()
+}
+
 fn alarms(names: &[String]) -> usize {
-    names.iter().filter(|n| *n == "spork-alarm").count()
+    named(names, "spork-alarm")
 }
 
 /// Alarm threads while a pool running `plan` serves (after one request answered: its dispatcher
 /// is past its start), and whether every thread of the pool was gone after it ended.
 fn alarms_while_serving(plan: Plan) -> (usize, bool) {
+    let (threads, gone) = while_serving(plan, None);
+    (alarms(&threads), gone)
+}
+
+/// The threads while a pool running `plan` serves one request, its dispatcher a task on `home` if
+/// given; whether every thread of the pool was gone after it ended.
+fn while_serving(plan: Plan, home: Option<&tokio::runtime::Handle>) -> (Vec<String>, bool) {
     let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
     let c = Calibration { items_per_sec: image.calibrate(10_000), clock_hz: 250e6, items_per_cycle: 1.0 };
     let platform = c.apply(Platform::default(), false);
     let cfg = PoolConfig { board: Board::Model(None), ..PoolConfig::new(platform, plan, image.clone(), c) };
-    let pool = LivePool::start(cfg, Oracle::default(), Clock::start()).expect("a pool");
+    let pool = LivePool::start_in(cfg, Oracle::default(), Clock::start(), home).expect("a pool");
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(3);
     let work = Arc::new(image.work(4096, 0, &mut rng));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(pool.submit(work, None, None)).expect("the request is answered");
-    let serving = alarms(&threads());
+    let serving = threads();
     pool.drain();
     pool.join().expect("the pool ends normally");
-    (serving, alarms(&threads()) == 0)
+    let left = threads();
+    (serving, alarms(&left) == 0 && named(&left, "spork-pool") == 0 && named(&left, "spork-cpu") == 0)
 }
 
 #[test]
 fn only_a_pool_that_batches_keeps_an_alarm_thread() {
+    let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let (alarms, gone) = alarms_while_serving(Plan::new(Scheduler::CpuDynamic));
     assert_eq!(alarms, 0, "a pool without batching starts no alarm thread");
     assert!(gone);
@@ -56,4 +73,23 @@ fn only_a_pool_that_batches_keeps_an_alarm_thread() {
     let (alarms, gone) = alarms_while_serving(plan);
     assert_eq!(alarms, 1, "a batching pool keeps its batches' close times with one alarm thread");
     assert!(gone, "the alarm thread ends with its pool");
+}
+
+#[test]
+fn a_pool_given_a_runtime_dispatches_on_it_and_ends_with_its_report() {
+    let _turn = TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let plan = Plan::new(Scheduler::CpuDynamic);
+    let (own, gone) = while_serving(plan, None);
+    assert_eq!(named(&own, "spork-pool"), 1, "without a runtime the dispatcher has a thread: {own:?}");
+    assert!(gone);
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("spork-io")
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (hosted, gone) = while_serving(plan, Some(server.handle()));
+    assert_eq!(named(&hosted, "spork-pool"), 0, "the dispatcher is a task on the runtime: {hosted:?}");
+    assert!(named(&hosted, "spork-cpu") >= 1, "its CPU workers still have threads: {hosted:?}");
+    assert!(gone, "the pool's workers end with it; its report came back (joined above)");
 }
