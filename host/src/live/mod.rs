@@ -136,9 +136,11 @@ impl LivePool {
         let dispatcher = match home {
             Some(rt) => {
                 let (done, result) = std::sync::mpsc::sync_channel(1);
-                let task = rt.spawn(async move {
+                // Unconstrained: a burst of events must not make it yield behind the connections'
+                // tasks (tokio's cooperative budget), which would delay every answer in the burst.
+                let task = rt.spawn(tokio::task::unconstrained(async move {
                     let _ = done.send(dispatcher().await);
-                });
+                }));
                 Dispatcher::Task { task, result: Mutex::new(result) }
             }
             None => {

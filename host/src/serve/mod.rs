@@ -285,6 +285,9 @@ pub struct Running {
 pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.io_threads.max(1))
+        // The pools' dispatchers are woken from the workers' threads (through the shared queue): look
+        // there at every task, not every 31st, so that an answer never waits behind the connections.
+        .global_queue_interval(1)
         .thread_name("spork-io")
         .enable_all()
         .build()?;
