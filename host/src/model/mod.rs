@@ -2,6 +2,7 @@
 
 pub mod ledger;
 pub mod link;
+pub mod ordered;
 pub mod per_kind;
 pub mod platform;
 pub mod pool;

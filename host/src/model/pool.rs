@@ -14,6 +14,8 @@ use super::units::{Lanes, Unit};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use super::ordered::OrderedSet;
+
 /// A worker's slot in the pool. Slots are reused (lowest first), so ids stay small and dense.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WorkerId(pub u32);
@@ -145,8 +147,8 @@ pub enum Numbering {
 pub struct Pool {
     slots: Vec<Worker>,
     free: BinaryHeap<Reverse<u32>>,
-    active: PerKind<BTreeSet<(Time, WorkerId)>>,
-    allocating: PerKind<BTreeSet<(Time, WorkerId)>>,
+    active: PerKind<OrderedSet<(Time, WorkerId)>>,
+    allocating: PerKind<OrderedSet<(Time, WorkerId)>>,
     /// Draining workers, lowest slot first (the order they are taken back in).
     draining: PerKind<BTreeSet<WorkerId>>,
     /// Dispatchable workers (spinning up or active) by number.
@@ -225,7 +227,7 @@ impl Pool {
         &self.ledger[kind]
     }
 
-    fn index_mut(&mut self, phase: Phase, kind: Kind) -> &mut BTreeSet<(Time, WorkerId)> {
+    fn index_mut(&mut self, phase: Phase, kind: Kind) -> &mut OrderedSet<(Time, WorkerId)> {
         match phase {
             Phase::Active => &mut self.active[kind],
             Phase::Allocating => &mut self.allocating[kind],
@@ -233,7 +235,7 @@ impl Pool {
     }
 
     /// The ordered index of `phase` workers of `kind`, keyed by `(busy_until, id)`.
-    pub fn index(&self, phase: Phase, kind: Kind) -> &BTreeSet<(Time, WorkerId)> {
+    pub fn index(&self, phase: Phase, kind: Kind) -> &OrderedSet<(Time, WorkerId)> {
         match phase {
             Phase::Active => &self.active[kind],
             Phase::Allocating => &self.allocating[kind],
@@ -251,14 +253,14 @@ impl Pool {
         if self.multi(kind) {
             return self.latest_cu_free_by(phase, kind, limit);
         }
-        self.index(phase, kind).range(..=(limit, WorkerId(u32::MAX))).next_back().map(|&(_, id)| Unit::of(id))
+        self.index(phase, kind).last_at_most(&(limit, WorkerId(u32::MAX))).map(|&(_, id)| Unit::of(id))
     }
 
     /// [`Self::latest_free_by`] on the CU index (kept out of line: the one-CU path is the hot one).
     #[inline(never)]
     fn latest_cu_free_by(&self, phase: Phase, kind: Kind, limit: Time) -> Option<Unit> {
         let top = (limit, Unit { worker: WorkerId(u32::MAX), cu: u16::MAX });
-        self.lanes[kind].index(phase).range(..=top).next_back().map(|&(_, u)| u)
+        self.lanes[kind].index(phase).last_at_most(&top).map(|&(_, u)| u)
     }
 
     /// The compute unit of `kind` (active or spinning up) whose queue drains first.
@@ -413,9 +415,7 @@ impl Pool {
         w.occupied += service;
         w.served += 1;
         let phase = if w.state == WorkerState::Active { Phase::Active } else { Phase::Allocating };
-        let set = self.index_mut(phase, kind);
-        set.remove(&old);
-        set.insert((finish, id));
+        self.index_mut(phase, kind).rekey(&old, (finish, id));
         (start, finish)
     }
 
@@ -445,9 +445,7 @@ impl Pool {
         let old = std::mem::replace(&mut w.busy_until, until);
         if let Some(phase) = w.state.phase() {
             let kind = w.kind;
-            let set = self.index_mut(phase, kind);
-            set.remove(&(old, id));
-            set.insert((until, id));
+            self.index_mut(phase, kind).rekey(&(old, id), (until, id));
         }
     }
 

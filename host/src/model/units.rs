@@ -7,9 +7,9 @@
 //! when each drains, so "the busiest CU that can still meet the deadline" is the same single range
 //! query that finds the busiest board when N = 1.
 
+use super::ordered::OrderedSet;
 use super::pool::{Phase, WorkerId};
 use super::time::Time;
-use std::collections::BTreeSet;
 
 /// Most compute units one board may hold: far beyond what fits beside a shell on today's parts, and
 /// small enough that a board's CU queues cost nothing to keep.
@@ -44,13 +44,13 @@ pub(super) struct Lanes {
     /// When each CU's queue drains, by slot then CU (empty for slots never used).
     busy: Vec<Vec<Time>>,
     /// CUs of active boards, keyed by `(drain, unit)`.
-    active: BTreeSet<(Time, Unit)>,
+    active: OrderedSet<(Time, Unit)>,
     /// CUs of boards spinning up.
-    allocating: BTreeSet<(Time, Unit)>,
+    allocating: OrderedSet<(Time, Unit)>,
 }
 
 impl Lanes {
-    fn index_mut(&mut self, phase: Phase) -> &mut BTreeSet<(Time, Unit)> {
+    fn index_mut(&mut self, phase: Phase) -> &mut OrderedSet<(Time, Unit)> {
         match phase {
             Phase::Active => &mut self.active,
             Phase::Allocating => &mut self.allocating,
@@ -58,7 +58,7 @@ impl Lanes {
     }
 
     /// The CU index of `phase`.
-    pub fn index(&self, phase: Phase) -> &BTreeSet<(Time, Unit)> {
+    pub fn index(&self, phase: Phase) -> &OrderedSet<(Time, Unit)> {
         match phase {
             Phase::Active => &self.active,
             Phase::Allocating => &self.allocating,
@@ -93,9 +93,7 @@ impl Lanes {
         let lane = &mut self.busy[unit.worker.index()][usize::from(unit.cu)];
         let old = std::mem::replace(lane, until);
         if let Some(phase) = phase {
-            let set = self.index_mut(phase);
-            set.remove(&(old, unit));
-            set.insert((until, unit));
+            self.index_mut(phase).rekey(&(old, unit), (until, unit));
         }
     }
 

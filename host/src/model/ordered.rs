@@ -1,0 +1,236 @@
+//! An ordered set for the dispatch indexes: a sorted vector while it is small (every pool the paper
+//! runs: a binary search and one short move per change, in one cache line or a few), a B-tree once it
+//! is large (10,000 workers: a vector's moves would cost more than the tree's pointer chasing).
+//! Efficient-first queries and re-keys its index on every request, which made the B-tree's node
+//! walks and allocations the evaluator's largest cost.
+
+use std::collections::BTreeSet;
+
+/// Above this many keys the set is a B-tree...
+const GROW: usize = 512;
+/// ...and back to a vector below this many (apart from `GROW`, so a set near the line does not flip
+/// back and forth).
+const SHRINK: usize = 256;
+
+/// An ordered set of `K`.
+#[derive(Clone, Debug)]
+pub enum OrderedSet<K: Ord + Copy> {
+    /// Sorted, no duplicates.
+    Small(Vec<K>),
+    /// Past [`GROW`] keys.
+    Large(BTreeSet<K>),
+}
+
+impl<K: Ord + Copy> Default for OrderedSet<K> {
+    fn default() -> Self {
+        OrderedSet::Small(Vec::new())
+    }
+}
+
+impl<K: Ord + Copy> OrderedSet<K> {
+    /// How many keys it holds.
+    pub fn len(&self) -> usize {
+        match self {
+            OrderedSet::Small(v) => v.len(),
+            OrderedSet::Large(s) => s.len(),
+        }
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `k`; false if it was there.
+    pub fn insert(&mut self, k: K) -> bool {
+        let added = match self {
+            OrderedSet::Small(v) => match v.binary_search(&k) {
+                Ok(_) => false,
+                Err(i) => {
+                    v.insert(i, k);
+                    true
+                }
+            },
+            OrderedSet::Large(s) => s.insert(k),
+        };
+        self.resize();
+        added
+    }
+
+    /// Removes `k`; false if it was not there.
+    pub fn remove(&mut self, k: &K) -> bool {
+        let removed = match self {
+            OrderedSet::Small(v) => match v.binary_search(k) {
+                Ok(i) => {
+                    v.remove(i);
+                    true
+                }
+                Err(_) => false,
+            },
+            OrderedSet::Large(s) => s.remove(k),
+        };
+        self.resize();
+        removed
+    }
+
+    /// Replaces `old` with `new` (`new` added even if `old` was not there): one move of the keys
+    /// between them, where a remove and an insert would move the tail twice.
+    pub fn rekey(&mut self, old: &K, new: K) {
+        let OrderedSet::Small(v) = self else {
+            self.remove(old);
+            self.insert(new);
+            return;
+        };
+        let (Ok(from), Err(to)) = (v.binary_search(old), v.binary_search(&new)) else {
+            self.remove(old);
+            self.insert(new);
+            return;
+        };
+        if to > from {
+            // `new` sorts after `old`: the keys between shift left by one.
+            v[from..to].rotate_left(1);
+            v[to - 1] = new;
+        } else {
+            v[to..=from].rotate_right(1);
+            v[to] = new;
+        }
+    }
+
+    /// The smallest key.
+    pub fn first(&self) -> Option<&K> {
+        match self {
+            OrderedSet::Small(v) => v.first(),
+            OrderedSet::Large(s) => s.first(),
+        }
+    }
+
+    /// The largest key at most `k`.
+    #[inline]
+    pub fn last_at_most(&self, k: &K) -> Option<&K> {
+        match self {
+            OrderedSet::Small(v) => match v.binary_search(k) {
+                Ok(i) => v.get(i),
+                Err(0) => None,
+                Err(i) => v.get(i - 1),
+            },
+            OrderedSet::Large(s) => s.range(..=*k).next_back(),
+        }
+    }
+
+    /// Every key, smallest first.
+    pub fn iter(&self) -> Iter<'_, K> {
+        match self {
+            OrderedSet::Small(v) => Iter::Small(v.iter()),
+            OrderedSet::Large(s) => Iter::Large(s.iter()),
+        }
+    }
+
+    /// Becomes a B-tree past [`GROW`] keys, a vector again below [`SHRINK`].
+    fn resize(&mut self) {
+        match self {
+            OrderedSet::Small(v) if v.len() > GROW => *self = OrderedSet::Large(v.drain(..).collect()),
+            OrderedSet::Large(s) if s.len() < SHRINK => {
+                *self = OrderedSet::Small(std::mem::take(s).into_iter().collect())
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<K: Ord + Copy> Extend<K> for OrderedSet<K> {
+    fn extend<I: IntoIterator<Item = K>>(&mut self, keys: I) {
+        for k in keys {
+            self.insert(k);
+        }
+    }
+}
+
+/// The keys of an [`OrderedSet`], smallest first.
+pub enum Iter<'a, K> {
+    /// A vector's.
+    Small(std::slice::Iter<'a, K>),
+    /// A B-tree's.
+    Large(std::collections::btree_set::Iter<'a, K>),
+}
+
+impl<'a, K> Iterator for Iter<'a, K> {
+    type Item = &'a K;
+
+    fn next(&mut self) -> Option<&'a K> {
+        match self {
+            Iter::Small(i) => i.next(),
+            Iter::Large(i) => i.next(),
+        }
+    }
+}
+
+impl<K> DoubleEndedIterator for Iter<'_, K> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            Iter::Small(i) => i.next_back(),
+            Iter::Large(i) => i.next_back(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(u16),
+        Remove(u16),
+        Rekey(u16, u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // A small key space, so removes and re-keys often find their key; long runs cross GROW.
+        prop_oneof![
+            3 => (0..2_000u16).prop_map(Op::Insert),
+            1 => (0..2_000u16).prop_map(Op::Remove),
+            2 => (0..2_000u16, 0..2_000u16).prop_map(|(a, b)| Op::Rekey(a, b)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the operations, it holds what a B-tree holds, in its order, and answers the
+        /// dispatch query as the B-tree's range does, on both sides of the size where it changes form.
+        #[test]
+        fn it_agrees_with_a_btree(ops in proptest::collection::vec(op(), 0..3_000), probes in proptest::collection::vec(0..2_100u16, 8)) {
+            let mut ours = OrderedSet::default();
+            let mut tree = BTreeSet::new();
+            for o in ops {
+                match o {
+                    Op::Insert(k) => prop_assert_eq!(ours.insert(k), tree.insert(k)),
+                    Op::Remove(k) => prop_assert_eq!(ours.remove(&k), tree.remove(&k)),
+                    Op::Rekey(a, b) => {
+                        ours.rekey(&a, b);
+                        tree.remove(&a);
+                        tree.insert(b);
+                    }
+                }
+                prop_assert_eq!(ours.len(), tree.len());
+            }
+            prop_assert!(ours.iter().copied().eq(tree.iter().copied()));
+            prop_assert!(ours.iter().rev().copied().eq(tree.iter().rev().copied()));
+            prop_assert_eq!(ours.first(), tree.first());
+            for p in probes {
+                prop_assert_eq!(ours.last_at_most(&p), tree.range(..=p).next_back());
+            }
+        }
+    }
+
+    #[test]
+    fn it_changes_form_past_its_bounds_and_back() {
+        let mut s = OrderedSet::default();
+        s.extend(0..=GROW as u32);
+        assert!(matches!(s, OrderedSet::Large(_)), "past {GROW} keys it is a B-tree");
+        for k in 0..(GROW - SHRINK + 2) as u32 {
+            s.remove(&k);
+        }
+        assert!(matches!(s, OrderedSet::Small(_)), "below {SHRINK} keys it is a vector again");
+        assert!(s.iter().copied().eq((GROW - SHRINK + 2) as u32..=GROW as u32));
+    }
+}
