@@ -258,7 +258,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Board::Model(Some(c)) => Some(c.clone()),
         _ => None,
     };
-    let cpus = cfg.plan.caps.0[Kind::Cpu].map_or("as many as the policy wants".into(), |n| n.to_string());
+    let cap = spork::serve::cpu_cap(cfg.plan, &cfg.board).caps.0[Kind::Cpu];
+    let cpus = cap.map_or("as many as the policy wants".into(), |n| n.to_string());
     let running = spork::serve::start(cfg).context("starting the server")?;
     eprintln!(
         "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus} (--max-cpu); ready (SIGTERM or Ctrl-C drains)",
@@ -372,7 +373,6 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         args.insecure_workers || file.insecure_workers.unwrap_or(false),
         kernel_timeout,
     )?;
-    let plan = cpu_cap(plan, remote.is_some());
     if remote.is_some()
         && (matches!(which, BoardArg::Alveo | BoardArg::F1)
             || args.boards.or(file.boards).is_some()
@@ -500,18 +500,6 @@ fn remote_hosts(
 
 /// The boards shared between the models' pools: a real board is one board time-shared; `--boards N`
 /// shares N emulated or simulated ones.
-/// The plan with its CPU workers capped at this machine's cores unless a cap is given or worker
-/// hosts serve: local CPU workers are threads on these cores, so more of them add no capacity, and
-/// requests booked on them would run late where admission cannot see it (an overload then answers
-/// everything late instead of refusing, explicitly, what cannot be served in time).
-fn cpu_cap(plan: Plan, remote: bool) -> Plan {
-    let mut caps = plan.caps;
-    if caps.0[Kind::Cpu].is_none() && !remote {
-        caps.0[Kind::Cpu] = Some(std::thread::available_parallelism().map_or(1, |n| n.get()) as u32);
-    }
-    Plan { caps, ..plan }
-}
-
 fn shared_boards(which: BoardArg, boards: Option<u32>, crosscheck: bool) -> anyhow::Result<Option<u32>> {
     if crosscheck && which != BoardArg::Model {
         bail!(
@@ -662,19 +650,6 @@ fn repository_models(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn local_cpu_workers_are_capped_at_the_cores_unless_a_cap_is_given_or_hosts_serve() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let plan = Plan::new(Scheduler::CpuDynamic);
-        assert_eq!(plan.caps.0[Kind::Cpu], None, "the evaluator's plan has no cap");
-        assert_eq!(cpu_cap(plan, false).caps.0[Kind::Cpu], Some(cores));
-        assert_eq!(cpu_cap(plan, true).caps.0[Kind::Cpu], None, "worker hosts' CPU slots are theirs");
-        let mut given = plan;
-        given.caps.0[Kind::Cpu] = Some(7);
-        assert_eq!(cpu_cap(given, false).caps.0[Kind::Cpu], Some(7), "a cap given is kept");
-        assert_eq!(cpu_cap(plan, false).caps.0[Kind::Fpga], plan.caps.0[Kind::Fpga]);
-    }
 
     #[test]
     fn a_model_outside_spork_s_own_repository_is_refused_naming_the_fix() {

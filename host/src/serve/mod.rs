@@ -36,7 +36,7 @@ use crate::engine::Oracle;
 use crate::engine::Plan;
 use crate::engine::boards::SharedBoards;
 use crate::live::{Clock, FaultPlan, LivePool, PoolConfig, PoolReport};
-use crate::model::Platform;
+use crate::model::{Kind, Platform};
 use crate::policy::arbitrate::Sharing;
 use crate::policy::batching::Batching;
 use crate::repository::kernel::RepoKernel;
@@ -243,6 +243,18 @@ impl PoolFactory {
     }
 }
 
+/// `plan` with its CPU workers capped at this machine's cores, unless it has a cap or worker hosts
+/// serve (`board`): local CPU workers are threads on these cores, so more of them add no capacity,
+/// and requests booked on them would run late where admission cannot see it (an overload then
+/// answers everything late instead of refusing, explicitly, what cannot be served in time).
+pub fn cpu_cap(plan: Plan, board: &Board) -> Plan {
+    let mut caps = plan.caps;
+    if caps.0[Kind::Cpu].is_none() && !matches!(board, Board::Remote(_)) {
+        caps.0[Kind::Cpu] = Some(std::thread::available_parallelism().map_or(1, |n| n.get()) as u32);
+    }
+    Plan { caps, ..plan }
+}
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -291,6 +303,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         .thread_name("spork-io")
         .enable_all()
         .build()?;
+    let cfg = ServeConfig { plan: cpu_cap(cfg.plan, &cfg.board), ..cfg };
     let clock = Clock::start();
     // Remote workers: the hosts' FPGA slots are the boards every pool shares, as many as are up.
     let remote = match &cfg.board {
@@ -388,5 +401,24 @@ impl Running {
         };
         drop(rt);
         reports
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Scheduler;
+
+    #[test]
+    fn local_cpu_workers_are_capped_at_the_cores_unless_a_cap_is_given_or_hosts_serve() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let plan = Plan::new(Scheduler::CpuDynamic);
+        assert_eq!(plan.caps.0[Kind::Cpu], None, "the evaluator's plan has no cap");
+        assert_eq!(cpu_cap(plan, &Board::Model(None)).caps.0[Kind::Cpu], Some(cores));
+        assert_eq!(cpu_cap(plan, &Board::Sim).caps.0[Kind::Cpu], Some(cores));
+        let mut given = plan;
+        given.caps.0[Kind::Cpu] = Some(7);
+        assert_eq!(cpu_cap(given, &Board::Sim).caps.0[Kind::Cpu], Some(7), "a cap given is kept");
+        assert_eq!(cpu_cap(plan, &Board::Sim).caps.0[Kind::Fpga], plan.caps.0[Kind::Fpga]);
     }
 }
