@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use spork::model::Platform;
+use spork::model::platform::KeepIdle;
 use std::path::PathBuf;
 
 /// Platform profile and overrides. Precedence: defaults, then `--config`, then these flags.
@@ -41,6 +42,11 @@ pub struct PlatformArgs {
     /// its kernel's) [paper: none].
     #[arg(long, value_name = "BYTES")]
     pub bytes_per_cpu_s: Option<f64>,
+    /// How long an idle worker is kept before it may spin down: `spin-up` (its own type's spin-up
+    /// time, ours) or `interval` (the scheduling interval for CPUs too: a reading of section 5.1's
+    /// "as long as the allocation duration").
+    #[arg(long, value_name = "RULE", value_parser = super::named::<KeepIdle>(["spin-up", "interval"]))]
+    pub keep_idle: Option<KeepIdle>,
 }
 
 impl PlatformArgs {
@@ -64,6 +70,9 @@ impl PlatformArgs {
         }
         if let Some(v) = self.cpu_idle_power {
             p.cpu.idle_power_w = v;
+        }
+        if let Some(v) = self.keep_idle {
+            p.keep_idle = v;
         }
         if let Some(v) = self.fpga_compute_units {
             p.fpga.compute_units = v;

@@ -27,7 +27,8 @@ pub struct Args {
     /// Only these experiments, comma-separated: fig2, fig3, fig4, fig5, fig6, fig7, table8, table9, and
     /// beyond the paper: boards (three applications sharing scarce boards), cus (compute units per
     /// board at a fixed board count), release, deadline, sizes, batching (the cost of a board invocation
-    /// and dynamic batching), brownout (the controllers on the brownout papers' reference scenario).
+    /// and dynamic batching), brownout (the controllers on the brownout papers' reference scenario), gaps (the
+    /// numbers over 15%: each likely cause changed alone).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Exit with an error if a qualitative finding of the paper does not hold on our numbers.
@@ -37,6 +38,10 @@ pub struct Args {
     /// applications).
     #[arg(long)]
     force: bool,
+    /// Traces per point (synthetic and MILP) instead of the scale's 10 (2 with --quick): a faster,
+    /// noisier loop; runs already stored for the other traces are kept and averaged in.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    traces: Option<u32>,
 }
 
 /// Runs `spork reproduce`.
@@ -50,6 +55,7 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         only: a.only,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         force: a.force,
+        traces: a.traces,
     };
     if a.out.join("REPORT.md").exists() {
         eprintln!(

@@ -112,10 +112,26 @@ pub fn told<I: Iterator<Item = Request>>(
     requests: impl Fn() -> I,
     horizon: Time,
 ) -> (Oracle, Option<Searched>) {
+    told_near(platform, plan, oracle, requests, horizon, None)
+}
+
+/// [`told`], the search started at `hint` (a headroom found for a similar run) when given
+/// ([`search_headroom_near`]).
+pub fn told_near<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+    hint: Option<u32>,
+) -> (Oracle, Option<Searched>) {
     if !plan.scheduler.searches_headroom() {
         return (oracle, None);
     }
-    let found = search_headroom(platform, plan, &oracle, requests, horizon);
+    let found = match hint {
+        None => search_headroom(platform, plan, &oracle, requests, horizon),
+        Some(h) => search_headroom_near(platform, plan, &oracle, requests, horizon, h),
+    };
     (oracle.with_headroom(found.headroom), Some(found))
 }
 
@@ -149,19 +165,86 @@ pub fn search_headroom<I: Iterator<Item = Request>>(
         k = if k == 0 { 1 } else { (k * 2).min(plan.max_headroom) };
     };
     if best.1.tally.misses == 0
-        && let Some(mut lo) = lo_fail
+        && let Some(lo) = lo_fail
     {
-        let mut hi = best.0;
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            match meets(mid) {
-                Some(o) => {
-                    hi = mid;
-                    best = (mid, o);
-                }
-                None => lo = mid,
-            }
+        best = bisect(lo, best, &meets);
+    }
+    Searched { headroom: best.0, outcome: best.1 }
+}
+
+/// The least headroom that meets, given that `hi` does (with its run): candidates 0, 1, 2, 4, ...
+/// below it as the search from zero tries them, then bisection.
+fn search_below(hi: u32, run: Outcome, meets: impl Fn(u32) -> Option<Outcome>) -> (u32, Outcome) {
+    let mut lo_fail = None;
+    let mut k = 0;
+    while k < hi {
+        if let Some(o) = meets(k) {
+            return match lo_fail {
+                Some(lo) => bisect(lo, (k, o), &meets),
+                None => (k, o),
+            };
+        }
+        lo_fail = Some(k);
+        k = if k == 0 { 1 } else { k * 2 };
+    }
+    match lo_fail {
+        Some(lo) => bisect(lo, (hi, run), &meets),
+        None => (hi, run),
+    }
+}
+
+/// The least headroom above `lo` (which misses) up to `hi.0` (which meets, with its run) that meets
+/// every deadline, by bisection.
+fn bisect(mut lo: u32, mut hi: (u32, Outcome), meets: impl Fn(u32) -> Option<Outcome>) -> (u32, Outcome) {
+    while hi.0 - lo > 1 {
+        let mid = lo + (hi.0 - lo) / 2;
+        match meets(mid) {
+            Some(o) => hi = (mid, o),
+            None => lo = mid,
         }
     }
+    hi
+}
+
+/// [`search_headroom`] for a run like one whose headroom was `hint` (the same trace on another
+/// spin-up, speedup or power). A candidate that misses stops at its first miss, one that meets runs
+/// to the end, so the search avoids candidates that meet: if the hint meets and one less misses,
+/// that is the answer (one full run and one short); if one less meets too, the search from zero
+/// runs below it; if the hint misses, candidates above it are tried at steps of 1, 2, 4, ... and the
+/// last gap bisected. Misses fall as headroom grows, so every path finds the same least headroom as
+/// the search from zero.
+pub fn search_headroom_near<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: &Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+    hint: u32,
+) -> Searched {
+    let engine = |k: u32| Engine::new(*platform, plan, &oracle.with_headroom(k));
+    let meets = |k: u32| without_misses(engine(k), requests(), horizon);
+    let max = plan.max_headroom;
+    let h = hint.min(max);
+    let best = match meets(h) {
+        Some(o) if h == 0 => (0, o),
+        Some(o) => match meets(h - 1) {
+            None => (h, o),
+            Some(below) => search_below(h - 1, below, &meets),
+        },
+        None => {
+            let (mut lo, mut step) = (h, 1);
+            loop {
+                if lo >= max {
+                    // Nothing meets every deadline: the largest, with its misses.
+                    break (max, replay(engine(max), requests(), horizon, &mut ()));
+                }
+                let k = (lo + step).min(max);
+                match meets(k) {
+                    Some(o) => break bisect(lo, (k, o), &meets),
+                    None => (lo, step) = (k, step * 2),
+                }
+            }
+        }
+    };
     Searched { headroom: best.0, outcome: best.1 }
 }

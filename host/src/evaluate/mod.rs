@@ -11,7 +11,7 @@ pub use crate::engine::{Plan, PoolBrownout};
 pub use report::Report;
 
 use crate::engine::boards::SharedBoards;
-use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, told};
+use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, told_near};
 use crate::model::{Platform, Request, Time};
 use crate::policy::Demand;
 use crate::policy::arbitrate::Sharing;
@@ -43,6 +43,31 @@ impl Workload for Vec<Request> {
     }
 }
 
+/// A trace's requests generated once and replayed from memory: runs that share a trace (every
+/// scheduler of a point, every candidate of a headroom search) skip drawing its arrivals again.
+/// Replays exactly what the trace's own iterator gives, with the trace's length.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    requests: Vec<Request>,
+    horizon: Time,
+}
+
+impl Recorded {
+    /// Draws `trace`'s requests.
+    pub fn of(trace: &RateTrace) -> Self {
+        Recorded { requests: trace.requests().collect(), horizon: trace.duration }
+    }
+}
+
+impl Workload for Recorded {
+    fn requests(&self) -> impl Iterator<Item = Request> + '_ {
+        self.requests.iter().copied()
+    }
+    fn horizon(&self) -> Time {
+        self.horizon
+    }
+}
+
 /// Per-interval demand of a workload (the oracle some schedulers get).
 pub fn demand<W: Workload>(platform: &Platform, workload: &W) -> Demand {
     Demand::from_requests(platform, workload.horizon(), workload.requests())
@@ -70,8 +95,20 @@ pub fn run_with<W: Workload>(
 /// Evaluates `plan` on `workload`. FPGA-dynamic and FPGA-static run with the least headroom that
 /// meets every deadline ([`crate::engine::search_headroom`]), reported beside their figures.
 pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
+    evaluate_near(platform, workload, plan, None)
+}
+
+/// [`evaluate`], a headroom search started at `hint` (the headroom of a like run on the same
+/// workload) when given: the same report, found in fewer replays when the hint is close
+/// ([`crate::engine::search_headroom_near`]).
+pub fn evaluate_near<W: Workload>(
+    platform: &Platform,
+    workload: &W,
+    plan: &Plan,
+    hint: Option<u32>,
+) -> Report {
     let oracle = oracle(platform, workload, plan);
-    match told(platform, plan, oracle, || workload.requests(), workload.horizon()) {
+    match told_near(platform, plan, oracle, || workload.requests(), workload.horizon(), hint) {
         (oracle, None) => {
             let engine = Engine::new(*platform, plan, &oracle);
             report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ()))
@@ -116,4 +153,36 @@ fn report(platform: &Platform, plan: &Plan, outcome: &Outcome) -> Report {
         Report::new(plan.scheduler.to_string(), plan.dispatcher().name().to_string(), platform, outcome);
     report.brownout = plan.brownout.map(|b| b.controller.name().to_string());
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::time::from_secs;
+    use crate::policy::Scheduler;
+    use crate::trace::Synthetic;
+
+    /// A headroom search started from any hint (none, too low, right, too high, past the maximum)
+    /// settles on the headroom, and the run, of the search from zero; so does a recorded trace.
+    #[test]
+    fn a_search_from_any_hint_and_a_recorded_trace_give_the_report_of_the_search_from_zero() {
+        for (seed, scheduler) in
+            [(1, Scheduler::FpgaStatic), (2, Scheduler::FpgaDynamic), (3, Scheduler::FpgaDynamic)]
+        {
+            let trace =
+                Synthetic { burstiness: 0.7, duration: from_secs(900.0), ..Synthetic::paper_default(seed) }
+                    .generate()
+                    .expect("trace");
+            let platform = Platform::default();
+            let plan = Plan::new(scheduler);
+            let from_zero = evaluate(&platform, &trace, &plan);
+            let found = from_zero.headroom.expect("searched");
+            let recorded = Recorded::of(&trace);
+            assert_eq!(evaluate(&platform, &recorded, &plan), from_zero, "recorded, {scheduler}");
+            for hint in [0, 1, found.saturating_sub(1), found, found + 1, found + 9, 64, 500] {
+                let near = evaluate_near(&platform, &recorded, &plan, Some(hint));
+                assert_eq!(near, from_zero, "{scheduler}, seed {seed}, hint {hint} (found {found})");
+            }
+        }
+    }
 }

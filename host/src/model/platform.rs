@@ -143,6 +143,41 @@ pub struct Platform {
     pub fpga: WorkerSpec,
     /// A request's deadline is its arrival plus this many times its size.
     pub deadline_factor: f64,
+    /// How long an idle worker is kept before it may spin down.
+    pub keep_idle: KeepIdle,
+}
+
+/// How long an idle worker is kept: "as long as the allocation duration" (section 5.1), which reads
+/// two ways.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepIdle {
+    /// Its own type's spin-up time: an FPGA one interval, a CPU a few milliseconds (the default).
+    #[default]
+    SpinUp,
+    /// The scheduling interval, CPUs as FPGAs (the interval is how long an FPGA is allocated for).
+    Interval,
+}
+
+impl KeepIdle {
+    /// Kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeepIdle::SpinUp => "spin-up",
+            KeepIdle::Interval => "interval",
+        }
+    }
+}
+
+impl std::str::FromStr for KeepIdle {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [KeepIdle::SpinUp, KeepIdle::Interval]
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown keep-idle rule '{s}': expected spin-up or interval"))
+    }
 }
 
 impl Default for Platform {
@@ -171,6 +206,7 @@ impl Default for Platform {
                 link: None,
             },
             deadline_factor: DEADLINE_FACTOR,
+            keep_idle: KeepIdle::SpinUp,
         }
     }
 }
@@ -208,9 +244,12 @@ impl Platform {
         self.fpga.compute_units.clamp(1, super::units::MAX_COMPUTE_UNITS) as u16
     }
 
-    /// How long a worker of this type stays idle before it may spin down: its spin-up time.
+    /// How long a worker of this type stays idle before it may spin down ([`KeepIdle`]).
     pub fn idle_timeout(&self, kind: Kind) -> Time {
-        self.spec(kind).spin_up
+        match self.keep_idle {
+            KeepIdle::SpinUp => self.spec(kind).spin_up,
+            KeepIdle::Interval => self.interval(),
+        }
     }
 
     /// Checks that every figure is physically meaningful; returns the first problem found.

@@ -140,6 +140,9 @@ pub enum Numbering {
     LowestFree,
     /// Allocation order across both types, never reused: the first workers keep the lowest numbers.
     Allocation,
+    /// The lowest free number as [`Self::LowestFree`], but every FPGA numbered before every CPU (a
+    /// reading of AutoScale's indices on a hybrid pool in which the efficient servers come first).
+    FpgasFirst,
 }
 
 /// The worker pool.
@@ -353,9 +356,13 @@ impl Pool {
                 WorkerId(self.slots.len() as u32 - 1)
             }
         };
-        if self.numbering == Numbering::LowestFree {
+        match self.numbering {
             // Slots are reused lowest first and freed when their worker is off.
-            self.slots[id.index()].seq = u64::from(id.0);
+            Numbering::LowestFree => self.slots[id.index()].seq = u64::from(id.0),
+            Numbering::FpgasFirst => {
+                self.slots[id.index()].seq = (u64::from(kind == Kind::Cpu) << 32) | u64::from(id.0)
+            }
+            Numbering::Allocation => {}
         }
         self.order.insert((self.pool_seq(id), id));
         self.allocated[kind] += 1;

@@ -101,17 +101,20 @@ pub struct Claim {
     pub percent: bool,
     /// Why ours may differ, printed when it differs by more than 15%.
     pub cause: &'static str,
+    /// For a cause's run: the paper's numbers (experiment, finding) it tests, each of which this
+    /// claim explains when it comes within 15% of the paper.
+    pub explains: &'static [(&'static str, &'static str)],
 }
 
 impl Claim {
     /// A claim shown as a ratio "x".
     pub const fn new(finding: &'static str, paper: f64, ours: Measure, cause: &'static str) -> Claim {
-        Claim { finding: Cow::Borrowed(finding), paper, ours, percent: false, cause }
+        Claim { finding: Cow::Borrowed(finding), paper, ours, percent: false, cause, explains: &[] }
     }
 
     /// A claim about a share, shown as a percentage.
     pub const fn share(finding: &'static str, paper: f64, ours: Measure, cause: &'static str) -> Claim {
-        Claim { finding: Cow::Borrowed(finding), paper, ours, percent: true, cause }
+        Claim { finding: Cow::Borrowed(finding), paper, ours, percent: true, cause, explains: &[] }
     }
 
     /// The paper's number beside ours, computed on `t`.
@@ -123,6 +126,8 @@ impl Claim {
             ours: self.ours.eval(t),
             percent: self.percent,
             cause: self.cause,
+            explains: self.explains.iter().map(|&(e, f)| (e.to_string(), f.to_string())).collect(),
+            explained_by: None,
         }
     }
 }
@@ -142,12 +147,42 @@ pub struct Comparison {
     pub percent: bool,
     /// Why ours may differ, printed when it differs by more than 15%.
     pub cause: &'static str,
+    /// For a cause's run: the numbers (experiment, finding) it tests.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explains: Vec<(String, String)>,
+    /// For a number over 15%: the cause's run that brings it within 15% ("experiment: finding").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explained_by: Option<String>,
 }
 
 impl Comparison {
     /// ours / paper.
     pub fn ratio(&self) -> Option<f64> {
         self.ours.map(|o| o / self.paper)
+    }
+
+    /// Whether ours is within 15% of the paper's.
+    pub fn within(&self) -> bool {
+        self.ratio().is_some_and(|q| (q - 1.0).abs() <= 0.15)
+    }
+}
+
+/// Marks every number over 15% that a cause's run within 15% tests as explained by it.
+pub fn link_causes(claims: &mut [Comparison]) {
+    let causes: Vec<(String, String, String)> = claims
+        .iter()
+        .filter(|c| c.within())
+        .flat_map(|c| {
+            c.explains
+                .iter()
+                .map(move |(e, f)| (e.clone(), f.clone(), format!("{}: {}", c.experiment, c.finding)))
+        })
+        .collect();
+    for c in claims.iter_mut().filter(|c| !c.within()) {
+        c.explained_by = causes
+            .iter()
+            .find(|(e, f, _)| *e == c.experiment && *f == c.finding)
+            .map(|(_, _, by)| by.clone());
     }
 }
 

@@ -4,7 +4,7 @@
 use super::metric::Metric;
 use super::store::{Row, run_key};
 use crate::evaluate::brownout;
-use crate::evaluate::{Plan, Report, evaluate, evaluate_shared};
+use crate::evaluate::{Plan, Recorded, Report, evaluate_near, evaluate_shared};
 use crate::model::{PerKind, Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
@@ -185,6 +185,13 @@ impl Job {
 
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
+        self.run_on(None, None)
+    }
+
+    /// Runs it on `recorded`, its synthetic trace's requests drawn already (by the sweep, once for
+    /// every run of that trace), its headroom search started at `hint` if it searches one. The row is
+    /// the same as [`Self::run`]'s.
+    pub fn run_on(&self, recorded: Option<&Recorded>, hint: Option<u32>) -> Result<Row, String> {
         let metrics = match &self.work {
             Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards, batching } => {
                 let plan = Plan {
@@ -195,12 +202,13 @@ impl Job {
                     caps: Caps(PerKind::new(None, *fpga_boards)),
                     ..Plan::new(*scheduler)
                 };
-                let report = match trace {
-                    TraceSource::Synthetic(s) => {
+                let report = match (trace, recorded) {
+                    (TraceSource::Synthetic(_), Some(r)) => evaluate_near(platform, r, &plan, hint),
+                    (TraceSource::Synthetic(s), None) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
-                        evaluate(platform, &t, &plan)
+                        evaluate_near(platform, &t, &plan, hint)
                     }
-                    TraceSource::Production(t) => evaluate(platform, t.as_ref(), &plan),
+                    (TraceSource::Production(t), _) => evaluate_near(platform, t.as_ref(), &plan, hint),
                 };
                 sim_metrics(&report)
             }
@@ -243,6 +251,7 @@ fn sim_metrics(r: &Report) -> BTreeMap<String, f64> {
         (Metric::RelativeCost, r.relative_cost),
         (Metric::CpuShare, r.cpu_share),
         (Metric::FpgaSpinUps, r.fpga.spin_ups as f64),
+        (Metric::FpgaSeconds, r.fpga.allocated_s),
         (Metric::MissShare, r.miss_share),
         (Metric::EnergyJ, r.energy_j),
         (Metric::Cost, r.cost),
@@ -270,6 +279,7 @@ fn shared_metrics(reports: &[Report]) -> BTreeMap<String, f64> {
         (Metric::RelativeCost, sum(&|r| r.cost) / sum(&|r| r.ideal_cost)),
         (Metric::CpuShare, sum(&|r| r.cpu_share * r.requests as f64) / requests),
         (Metric::FpgaSpinUps, sum(&|r| r.fpga.spin_ups as f64)),
+        (Metric::FpgaSeconds, sum(&|r| r.fpga.allocated_s)),
         (Metric::MissShare, sum(&|r| r.miss_share * r.requests as f64) / requests),
         (Metric::EnergyJ, sum(&|r| r.energy_j)),
         (Metric::Cost, sum(&|r| r.cost)),

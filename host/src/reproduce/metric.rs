@@ -11,6 +11,8 @@ pub enum Metric {
     CpuShare,
     /// FPGA spin-ups.
     FpgaSpinUps,
+    /// FPGA-seconds allocated (from spin-up to release): how many FPGAs a schedule holds over time.
+    FpgaSeconds,
     /// Share of requests that missed their deadline.
     MissShare,
     /// Energy used, joules.
@@ -61,11 +63,12 @@ pub enum Metric {
 
 impl Metric {
     /// What a simulated run records.
-    pub const SIM: [Metric; 16] = [
+    pub const SIM: [Metric; 17] = [
         Metric::EnergyEfficiency,
         Metric::RelativeCost,
         Metric::CpuShare,
         Metric::FpgaSpinUps,
+        Metric::FpgaSeconds,
         Metric::MissShare,
         Metric::EnergyJ,
         Metric::Cost,
@@ -110,6 +113,7 @@ impl Metric {
             Metric::RelativeCost => "relative_cost",
             Metric::CpuShare => "cpu_share",
             Metric::FpgaSpinUps => "fpga_spin_ups",
+            Metric::FpgaSeconds => "fpga_s",
             Metric::MissShare => "miss_share",
             Metric::EnergyJ => "energy_j",
             Metric::Cost => "cost",

@@ -8,6 +8,7 @@
 //! SVG, and compared with the paper in `REPORT.md` ([`report`]).
 
 pub mod aggregate;
+pub mod bundle;
 pub mod charts;
 pub mod claims;
 pub mod experiment;
@@ -49,6 +50,8 @@ pub struct Options {
     pub progress: bool,
     /// Replay production datasets beyond their work budget ([`production::BUDGET_REQUESTS`]).
     pub force: bool,
+    /// Traces per point instead of the scale's (synthetic and MILP alike): a faster, noisier loop.
+    pub traces: Option<u32>,
 }
 
 /// What a reproduction did.
@@ -68,6 +71,8 @@ pub struct Summary {
     pub checks: Vec<Check>,
     /// Wall time of this invocation.
     pub wall_s: f64,
+    /// Each run of this invocation with its time (resumed runs are not in it).
+    pub timed: Vec<sweep::Timed>,
 }
 
 /// A reproduction that could not run at all.
@@ -119,6 +124,7 @@ pub fn run(opts: &Options) -> Result<Summary, ReproduceError> {
     std::fs::create_dir_all(&opts.out)
         .map_err(|e| ReproduceError::Output(format!("{}: {e}", opts.out.display())))?;
     let outcome = sweep::run(&jobs, &opts.out, opts.progress)?;
+    write_timings(&outcome.timed, &opts.out)?;
     let tables = write_tables(&outcome.rows, &opts.out)?;
     let (claims, checks) = compare(&tables);
     let summary = Summary {
@@ -129,6 +135,7 @@ pub fn run(opts: &Options) -> Result<Summary, ReproduceError> {
         claims,
         checks,
         wall_s: started.elapsed().as_secs_f64(),
+        timed: outcome.timed,
     };
     let how = report::Invocation { quick: opts.quick, scale: &inputs.scale };
     write(&opts.out.join("REPORT.md"), report::render(&how, &summary, &tables))?;
@@ -178,7 +185,11 @@ fn nothing_to_replay(
 
 /// The scale asked for, and the production datasets if a chosen experiment replays them.
 fn inputs(opts: &Options, chosen: &[&dyn Experiment]) -> Result<Inputs, ReproduceError> {
-    let scale = if opts.quick { Scale::quick() } else { Scale::full() };
+    let mut scale = if opts.quick { Scale::quick() } else { Scale::full() };
+    if let Some(n) = opts.traces {
+        scale.traces = n;
+        scale.milp_traces = n;
+    }
     let sources = Sources {
         azure: opts.azure.clone(),
         azure_day: opts.azure_day,
@@ -220,7 +231,18 @@ fn compare(tables: &Tables) -> (Vec<Comparison>, Vec<Check>) {
             checks.extend(e.checks(t));
         }
     }
+    claims::link_causes(&mut claims);
     (claims, checks)
+}
+
+/// `timings.csv`: each run of this invocation and its seconds on one core (a copy of another
+/// experiment's identical run: 0), for finding where a reproduction's time goes.
+fn write_timings(timed: &[sweep::Timed], out: &Path) -> Result<(), ReproduceError> {
+    let mut text = String::from("folder,run,seconds\n");
+    for t in timed {
+        text.push_str(&format!("{},\"{}\",{:.3}\n", t.folder, t.key, t.secs));
+    }
+    write(&out.join("timings.csv"), text)
 }
 
 fn write(path: &Path, text: String) -> Result<(), ReproduceError> {
@@ -262,7 +284,7 @@ mod tests {
         let e = ids(&["fig3", "table9prod"]).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown experiment 'table9prod': expected batching, boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, release, sizes, table8 or table9"
+            "unknown experiment 'table9prod': expected batching, boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, gaps, release, sizes, table8 or table9"
         );
     }
 }

@@ -6,6 +6,7 @@ use super::claims::Comparison;
 use super::experiment::{Experiment, Tables};
 use super::experiments;
 use super::jobs::Scale;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// How a reproduction was invoked, as the report states it.
@@ -19,10 +20,12 @@ pub struct Invocation<'a> {
 /// The whole report.
 pub fn render(how: &Invocation, s: &Summary, tables: &Tables) -> String {
     let mut r = header(how, s);
+    r.push_str(&time_spent(s));
     let _ = writeln!(r, "## Qualitative findings\n\n| finding | holds | numbers |\n|---|---|---|");
     for c in &s.checks {
         let _ = writeln!(r, "| {} | {} | {} |", c.finding, if c.holds { "yes" } else { "**no**" }, c.detail);
     }
+    r.push_str(&differences(&s.claims));
     for e in experiments::all() {
         r.push_str(&section(e, &s.claims, tables));
     }
@@ -73,6 +76,126 @@ fn header(how: &Invocation, s: &Summary) -> String {
         r,
         "Each experiment folder holds `runs.jsonl` (one line per run), `<id>.csv` and `<id>.json` (points averaged over traces), and `<id>.png` / `<id>.svg`.\n"
     );
+    r
+}
+
+/// The kinds of cause, as the causes' texts begin.
+const KINDS: [(&str, &str); 3] = [
+    ("a reading of an ambiguous sentence", "A reading of an ambiguous sentence"),
+    ("data we do not have", "Data we do not have"),
+    ("a modelling choice", "A modelling choice"),
+];
+
+/// Every number over 15% from the paper's, under the kind of its cause with the cause's run and
+/// its result (the `gaps` experiment), then those no run explains.
+fn differences(claims: &[Comparison]) -> String {
+    let over: Vec<&Comparison> = claims.iter().filter(|c| c.ours.is_some() && !c.within()).collect();
+    let papers: Vec<&Comparison> = over.iter().copied().filter(|c| c.explains.is_empty()).collect();
+    let unexplained: Vec<&Comparison> = papers.iter().copied().filter(|c| c.explained_by.is_none()).collect();
+    let mut r = format!(
+        "## Differences over 15% and their causes\n\n{} of the paper's {} numbers compared differ from ours by more than \
+         15%; {} of them are explained by a run that changes only the likely cause and lands within 15% of the paper \
+         (the `gaps` experiment: `spork reproduce --only gaps`), {} are not.\n",
+        papers.len(),
+        claims.iter().filter(|c| c.explains.is_empty() && c.ours.is_some()).count(),
+        papers.len() - unexplained.len(),
+        unexplained.len()
+    );
+    let cause_of = |c: &Comparison| {
+        let by = c.explained_by.as_deref()?;
+        claims.iter().find(|k| format!("{}: {}", k.experiment, k.finding) == by)
+    };
+    for (prefix, heading) in KINDS {
+        let rows: Vec<(&Comparison, &Comparison)> = papers
+            .iter()
+            .filter_map(|&c| cause_of(c).map(|k| (c, k)))
+            .filter(|(_, k)| k.cause.starts_with(prefix))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            r,
+            "\n### {heading}\n\n| number | paper | ours | the cause's run | its result |\n|---|---|---|---|---|"
+        );
+        for (c, k) in &rows {
+            let ours = c.ours.map_or("n/a".into(), |v| fmt_value(v, c.percent));
+            let theirs = k.ours.map_or("n/a".into(), |v| fmt_value(v, k.percent));
+            let _ = writeln!(
+                r,
+                "| {}: {} | {} | {ours} | {} | {theirs} |",
+                c.experiment,
+                c.finding,
+                fmt_value(c.paper, c.percent),
+                k.finding
+            );
+        }
+        let mut causes: Vec<&str> = rows.iter().map(|(_, k)| k.cause).collect();
+        causes.dedup();
+        for cause in causes {
+            let _ = writeln!(r, "\n- Cause: {cause}.");
+        }
+    }
+    if !unexplained.is_empty() {
+        let _ = writeln!(
+            r,
+            "\n### Not explained by a run\n\n| number | paper | ours | likely cause, in words |\n|---|---|---|---|"
+        );
+        for c in unexplained {
+            let ours = c.ours.map_or("n/a".into(), |v| fmt_value(v, c.percent));
+            let _ = writeln!(
+                r,
+                "| {}: {} | {} | {ours} | {} |",
+                c.experiment,
+                c.finding,
+                fmt_value(c.paper, c.percent),
+                c.cause
+            );
+        }
+    }
+    let tested: Vec<&Comparison> = over.iter().copied().filter(|c| !c.explains.is_empty()).collect();
+    if !tested.is_empty() {
+        let _ = writeln!(
+            r,
+            "\nCauses' runs that did not land within 15% (so they do not explain their numbers):\n"
+        );
+        for k in tested {
+            let ours = k.ours.map_or("n/a".into(), |v| fmt_value(v, k.percent));
+            let _ = writeln!(r, "- {}: ours {ours}, paper {}.", k.finding, fmt_value(k.paper, k.percent));
+        }
+    }
+    r.push('\n');
+    r
+}
+
+/// Where this invocation's time went: CPU seconds of runs per results folder, largest first, with
+/// each folder's longest run (the tail a parallel sweep waits for).
+fn time_spent(s: &Summary) -> String {
+    let mut by: BTreeMap<&str, (usize, f64, f64, &str)> = BTreeMap::new();
+    for t in &s.timed {
+        let e = by.entry(t.folder).or_insert((0, 0.0, 0.0, ""));
+        e.0 += 1;
+        e.1 += t.secs;
+        if t.secs > e.2 {
+            (e.2, e.3) = (t.secs, &t.key);
+        }
+    }
+    if by.is_empty() {
+        return String::new();
+    }
+    let total: f64 = by.values().map(|v| v.1).sum();
+    let mut rows: Vec<_> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.1.total_cmp(&a.1.1));
+    let mut r = format!(
+        "## Where the time went\n\n{total:.0} CPU seconds of runs in {:.0} s of wall time.\n\n\
+         | folder | runs | CPU s | share | longest run (s) |\n|---|---|---|---|---|\n",
+        s.wall_s
+    );
+    for (folder, (n, secs, long, key)) in rows {
+        let share = 100.0 * secs / total.max(1e-9);
+        let _ = writeln!(r, "| {folder} | {n} | {secs:.0} | {share:.1}% | `{key}` ({long:.1}) |");
+    }
+    r.push('\n');
     r
 }
 

@@ -1,10 +1,10 @@
 //! Runs a list of jobs in parallel, each row appended to its folder's `runs.jsonl` as it finishes, and
 //! skips the runs a folder already holds, so an interrupted sweep resumes where it stopped.
 
+use super::bundle;
 use super::jobs::{Job, Work};
 use super::store::{Rejected, Row, Store, StoreError};
 use indicatif::{ProgressBar, ProgressStyle};
-use rayon::prelude::*;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -19,6 +19,19 @@ pub struct Outcome {
     pub failed: Vec<(String, String)>,
     /// Stored lines not taken (duplicated, edited, corrupt): their runs were done again.
     pub rejected: Vec<Rejected>,
+    /// How long each run of this invocation took, by folder, for the report's account of the time.
+    pub timed: Vec<Timed>,
+}
+
+/// One run of this invocation and its wall time on one core.
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// Results folder.
+    pub folder: &'static str,
+    /// The run's key.
+    pub key: String,
+    /// Seconds it took.
+    pub secs: f64,
 }
 
 /// Runs the `jobs` not yet recorded under `out`, in parallel; a progress bar when `progress`.
@@ -26,35 +39,33 @@ pub fn run(jobs: &[Job], out: &Path, progress: bool) -> Result<Outcome, StoreErr
     let (stores, mut rows, rejected) = open(jobs, out)?;
     let done: HashSet<(&str, String)> =
         rows.iter().flat_map(|(f, rs)| rs.iter().map(move |r| (*f, r.key()))).collect();
-    let mut pending: Vec<&Job> = jobs.iter().filter(|j| !done.contains(&(j.folder, j.key()))).collect();
+    let pending: Vec<&Job> = jobs.iter().filter(|j| !done.contains(&(j.folder, j.key()))).collect();
     let resumed = jobs.len() - pending.len();
-    // Long runs first so the tail of the sweep stays short.
-    pending.sort_by_key(|j| std::cmp::Reverse(cost_hint(j)));
+    let bundles = bundle::bundles(&pending, cost_hint);
     let bar = bar(progress, pending.len());
-    let results: Vec<(&Job, Result<Row, String>)> = pending
-        .par_iter()
-        .map(|j| {
-            let r = j.run();
-            if let Ok(row) = &r
-                && let Some(s) = stores.get(j.folder)
-                && let Err(e) = s.append(row)
-            {
-                bar.println(format!("warning: {e}"));
-            }
-            bar.inc(1);
-            bar.set_message(j.folder);
-            (*j, r)
-        })
-        .collect();
+    let each = |(j, r, _): &bundle::Done| {
+        if let Ok(row) = r
+            && let Some(s) = stores.get(j.folder)
+            && let Err(e) = s.append(row)
+        {
+            bar.println(format!("warning: {e}"));
+        }
+        bar.inc(1);
+        bar.set_message(j.folder);
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let results = bundle::run_all(&bundles, threads, &each);
     bar.finish_and_clear();
     let mut failed = Vec::new();
-    for (j, r) in results {
+    let mut timed = Vec::new();
+    for (j, r, secs) in results {
+        timed.push(Timed { folder: j.folder, key: j.key(), secs });
         match r {
             Ok(row) => rows.entry(j.folder).or_default().push(row),
             Err(msg) => failed.push((format!("{} {}", j.folder, j.key()), msg)),
         }
     }
-    Ok(Outcome { rows, resumed, failed, rejected })
+    Ok(Outcome { rows, resumed, failed, rejected, timed })
 }
 
 type Opened = (HashMap<&'static str, Store>, HashMap<&'static str, Vec<Row>>, Vec<Rejected>);

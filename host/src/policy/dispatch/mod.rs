@@ -104,17 +104,20 @@ pub enum DispatcherKind {
     /// Index packing with workers numbered in allocation order, never reused (the early workers keep
     /// the low numbers).
     IndexPackingAlloc,
+    /// Index packing with every FPGA numbered before every CPU (lowest free number within a type).
+    IndexPackingFpgaFirst,
 }
 
 impl DispatcherKind {
     /// Every dispatcher.
-    pub const ALL: [DispatcherKind; 6] = [
+    pub const ALL: [DispatcherKind; 7] = [
         DispatcherKind::EfficientFirst,
         DispatcherKind::EfficientFirstWait,
         DispatcherKind::RoundRobin,
         DispatcherKind::RoundRobinTiered,
         DispatcherKind::IndexPacking,
         DispatcherKind::IndexPackingAlloc,
+        DispatcherKind::IndexPackingFpgaFirst,
     ];
 
     /// A fresh dispatcher for `fleet` on `platform`; the wait rule pays spin-ups by `objective`.
@@ -136,7 +139,9 @@ impl DispatcherKind {
             DispatcherKind::RoundRobinTiered => {
                 Dispatcher::RoundRobin(RoundRobin::tiered(fleet, fpga_spin_up))
             }
-            DispatcherKind::IndexPacking | DispatcherKind::IndexPackingAlloc => {
+            DispatcherKind::IndexPacking
+            | DispatcherKind::IndexPackingAlloc
+            | DispatcherKind::IndexPackingFpgaFirst => {
                 Dispatcher::IndexPacking(IndexPacking::new(fleet, fpga_spin_up))
             }
         }
@@ -146,6 +151,7 @@ impl DispatcherKind {
     pub fn numbering(self) -> Numbering {
         match self {
             DispatcherKind::IndexPackingAlloc => Numbering::Allocation,
+            DispatcherKind::IndexPackingFpgaFirst => Numbering::FpgasFirst,
             _ => Numbering::LowestFree,
         }
     }
@@ -159,6 +165,7 @@ impl DispatcherKind {
             DispatcherKind::RoundRobinTiered => "round-robin-tiered",
             DispatcherKind::IndexPacking => "index-packing",
             DispatcherKind::IndexPackingAlloc => "index-packing-alloc",
+            DispatcherKind::IndexPackingFpgaFirst => "index-packing-fpga-first",
         }
     }
 }
@@ -197,7 +204,7 @@ impl Dispatcher {
 /// An unknown dispatcher name.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error(
-    "unknown dispatcher '{0}': expected efficient-first, efficient-first-wait, round-robin, round-robin-tiered, index-packing or index-packing-alloc"
+    "unknown dispatcher '{0}': expected efficient-first, efficient-first-wait, round-robin, round-robin-tiered, index-packing, index-packing-alloc or index-packing-fpga-first"
 )]
 pub struct UnknownDispatcher(pub String);
 

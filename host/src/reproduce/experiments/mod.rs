@@ -13,6 +13,7 @@ mod fig4;
 mod fig5;
 mod fig6;
 mod fig7;
+mod gaps;
 mod release;
 mod sizes;
 mod table8;
@@ -29,6 +30,7 @@ pub use fig4::Fig4;
 pub use fig5::Fig5;
 pub use fig6::Fig6;
 pub use fig7::Fig7;
+pub use gaps::Gaps;
 pub use release::Release;
 pub use sizes::Sizes;
 pub use table8::Table8;
@@ -40,10 +42,10 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 15] {
+pub fn all() -> [&'static dyn Experiment; 16] {
     [
         &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes, &Batch,
-        &Brownout, &Table9, &Table8,
+        &Brownout, &Gaps, &Table9, &Table8,
     ]
 }
 

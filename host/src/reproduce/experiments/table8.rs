@@ -100,6 +100,7 @@ fn cell_claims(s: &'static str, v: &[f64; 8], k: usize, cell: &(At, &str, &str))
         ours: value(pick(s, at, m)),
         percent,
         cause: PROD_CAUSE,
+        explains: &[],
     };
     [
         claim("energy efficiency", v[2 * k], Metric::EnergyEfficiency, true),

@@ -98,6 +98,7 @@ impl Experiment for Table9 {
             ours: value(pick(d, SIZE_AT[i], EnergyEfficiency)),
             percent: true,
             cause: if d == "index-packing" { IP_CAUSE } else { SYNTHETIC_CAUSE },
+            explains: &[],
         };
         PAPER.iter().flat_map(|(d, vals)| vals.iter().enumerate().map(|(i, v)| claim(d, *v, i))).collect()
     }

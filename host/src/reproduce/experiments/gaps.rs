@@ -1,0 +1,267 @@
+//! The paper's numbers that ours misses by more than 15%, each with the run that changes only its
+//! likely cause: if that run lands within 15% of the paper, the cause is shown (and the report marks
+//! the number explained); if not, it is not. Each cause is one of three kinds: a modelling choice we
+//! made, a reading of an ambiguous sentence of the paper, or data we do not have. The runs are
+//! small (one point each, the paper's ten traces), and a run another experiment lists too (Figure 4's)
+//! is done once.
+
+use crate::model::platform::KeepIdle;
+use crate::model::{Platform, time::from_secs};
+use crate::policy::release::ReleaseTiming;
+use crate::policy::{DispatcherKind, Objective, Scheduler};
+use crate::reproduce::aggregate::Table;
+use crate::reproduce::charts::{EE, chart, lines};
+use crate::reproduce::claims::{At, Claim, Measure, pick, ratio, value};
+use crate::reproduce::experiment::{Experiment, Inputs};
+use crate::reproduce::jobs::{Job, Scale, Work, params, sim, synthetic};
+use crate::reproduce::metric::Metric::{EnergyEfficiency, FpgaSeconds, IdleShare};
+use crate::reproduce::plot::Chart;
+use crate::trace::SizeSpec;
+use std::borrow::Cow;
+
+/// The causes' runs.
+pub struct Gaps;
+
+const SPORK_E: Scheduler = Scheduler::Spork(Objective::ENERGY);
+
+/// The `cause` parameter of each cause's runs.
+const IDLE: f64 = 1.0;
+const NUMBERING: f64 = 2.0;
+const LOAD: f64 = 3.0;
+const ALLOCATED: f64 = 4.0;
+
+const IDLE_100: At = &[("cause", IDLE), ("fpga_busy_w", 100.0)];
+const IDLE_25: At = &[("cause", IDLE), ("fpga_busy_w", 25.0)];
+const IP_AT: [At; 3] = [
+    &[("cause", NUMBERING), ("size", 0.0)],
+    &[("cause", NUMBERING), ("size", 1.0)],
+    &[("cause", NUMBERING), ("size", 2.0)],
+];
+const RR_AT: [At; 2] = [&[("cause", LOAD), ("size", 1.0)], &[("cause", LOAD), ("size", 2.0)]];
+const FIG4_AT: At = &[("burstiness", 0.75), ("cause", ALLOCATED)];
+
+const IDLE_CAUSE: &str = "a reading of an ambiguous sentence. Section 5.1: \"All schedulers keep workers idle \
+    for as long as the allocation duration before spinning them down\". We keep each worker idle for its own \
+    type's spin-up time (a CPU 5 ms); read as the allocation duration of the schedule, the scheduling interval \
+    (10 s), CPUs idle out after 10 s too. This run keeps both: the paper's release timing (planned) and CPUs \
+    kept idle one interval. Run: `spork simulate --scheduler spork-e --burstiness 0.6 --fpga-busy-power 100 \
+    --release-timing planned --keep-idle interval` (and 25 W), 10 traces (`--seed 1..10`)";
+const NUMBERING_CAUSE: &str = "a reading of an ambiguous sentence. Section 4 cites AutoScale's index packing \
+    (\"workers are packed up to a threshold in busiest-first order\") without saying how a hybrid pool is \
+    numbered; we number workers by their lowest free slot, so the CPUs that serve the start of a trace and every \
+    burst take low numbers and, packed, never idle out. This run numbers every FPGA before every CPU. Run: \
+    `spork simulate --scheduler spork-e --dispatcher index-packing-fpga-first --burstiness 0.6 --size short` \
+    (medium, long), 10 traces";
+const LOAD_CAUSE: &str = "data we do not have. The paper's Table 9 replays Azure production traces; ours are \
+    b-model traces at burstiness 0.6, and round robin, which rarely lets a worker idle, holds close to the peak, \
+    so its efficiency follows the trace's peak-to-mean. Table 8's FPGA-static efficiency on Azure medium (72%) \
+    matches ours at burstiness 0.55 (72%), not 0.6 (50%). This run is round robin at burstiness 0.55. Run: \
+    `spork simulate --scheduler spork-e --dispatcher round-robin --burstiness 0.55 --size medium` (long), \
+    10 traces";
+const ALLOCATED_CAUSE: &str = "a reading of an ambiguous sentence. Figure 4's panel counts \"FPGA spin ups\", \
+    but the text says \"SporkE-ideal allocates up to 1.5x more FPGAs than MArk-ideal\": FPGAs held over time, \
+    not spin-up events. This reads Figure 4's own runs (60 s spin-up, burstiness 0.75, where the ratio is \
+    largest) as FPGA-seconds allocated. Run: `spork simulate --scheduler spork-e-ideal,mark-ideal --burstiness \
+    0.75 --fpga-spinup 60s --json` (`fpga.allocated_s`), 10 traces";
+
+/// A cause's claim: the paper's number, ours from the cause's run, and the numbers it tests.
+const fn cause(
+    percent: bool,
+    finding: &'static str,
+    paper: f64,
+    ours: Measure,
+    why: &'static str,
+    explains: &'static [(&'static str, &'static str)],
+) -> Claim {
+    Claim { finding: Cow::Borrowed(finding), paper, ours, percent, cause: why, explains }
+}
+
+static CLAIMS: [Claim; 8] = [
+    cause(
+        true,
+        "SporkE idle share of energy at 100 W, the paper's release timing, CPUs kept idle one interval",
+        0.04,
+        value(pick("SporkE", IDLE_100, IdleShare)),
+        IDLE_CAUSE,
+        &[
+            ("fig6", "SporkE idle share of energy at 100 W"),
+            ("release", "SporkE idle share of energy at 100 W, our release timing"),
+            ("release", "SporkE idle share of energy at 100 W, the paper's release timing"),
+        ],
+    ),
+    cause(
+        true,
+        "SporkE idle share of energy at 25 W, the paper's release timing, CPUs kept idle one interval",
+        0.13,
+        value(pick("SporkE", IDLE_25, IdleShare)),
+        IDLE_CAUSE,
+        &[
+            ("fig6", "SporkE idle share of energy at 25 W"),
+            ("release", "SporkE idle share of energy at 25 W, our release timing"),
+            ("release", "SporkE idle share of energy at 25 W, the paper's release timing"),
+        ],
+    ),
+    cause(
+        true,
+        "index-packing energy efficiency, short requests, FPGAs numbered first",
+        0.855,
+        value(pick("index-packing-fpga-first", IP_AT[0], EnergyEfficiency)),
+        NUMBERING_CAUSE,
+        &[("table9", "index-packing energy efficiency, short requests (paper: Azure short)")],
+    ),
+    cause(
+        true,
+        "index-packing energy efficiency, medium requests, FPGAs numbered first",
+        0.819,
+        value(pick("index-packing-fpga-first", IP_AT[1], EnergyEfficiency)),
+        NUMBERING_CAUSE,
+        &[("table9", "index-packing energy efficiency, medium requests (paper: Azure medium)")],
+    ),
+    cause(
+        true,
+        "index-packing energy efficiency, long requests, FPGAs numbered first",
+        0.842,
+        value(pick("index-packing-fpga-first", IP_AT[2], EnergyEfficiency)),
+        NUMBERING_CAUSE,
+        &[("table9", "index-packing energy efficiency, long requests (paper: Azure long)")],
+    ),
+    cause(
+        true,
+        "round-robin energy efficiency, medium requests, burstiness 0.55",
+        0.836,
+        value(pick("round-robin", RR_AT[0], EnergyEfficiency)),
+        LOAD_CAUSE,
+        &[("table9", "round-robin energy efficiency, medium requests (paper: Azure medium)")],
+    ),
+    cause(
+        true,
+        "round-robin energy efficiency, long requests, burstiness 0.55",
+        0.856,
+        value(pick("round-robin", RR_AT[1], EnergyEfficiency)),
+        LOAD_CAUSE,
+        &[("table9", "round-robin energy efficiency, long requests (paper: Azure long)")],
+    ),
+    cause(
+        false,
+        "SporkE-ideal / MArk-ideal FPGA-seconds allocated, burstiness 0.75",
+        1.5,
+        ratio(pick("SporkE-ideal", FIG4_AT, FpgaSeconds), pick("MArk-ideal", FIG4_AT, FpgaSeconds)),
+        ALLOCATED_CAUSE,
+        &[("fig4", "SporkE-ideal / MArk-ideal FPGA spin-ups, up to")],
+    ),
+];
+
+/// SporkE at burstiness 0.6 under the paper's release timing with CPUs kept idle one interval, at
+/// Figure 6's two idle-share powers.
+fn idle_jobs(scale: &Scale) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for busy in [100.0, 25.0] {
+        let mut platform = Platform { keep_idle: KeepIdle::Interval, ..Platform::default() };
+        platform.fpga.busy_power_w = busy;
+        for trace in 0..scale.traces {
+            jobs.push(Job {
+                folder: "gaps",
+                params: params(&[("cause", IDLE), ("fpga_busy_w", busy)]),
+                trace,
+                series: SPORK_E.to_string(),
+                work: Work::Sim {
+                    platform,
+                    trace: synthetic(scale, 0.6, SizeSpec::Short, trace),
+                    scheduler: SPORK_E,
+                    dispatcher: None,
+                    sizes: None,
+                    release: ReleaseTiming::Planned,
+                    fpga_boards: None,
+                    batching: None,
+                },
+            });
+        }
+    }
+    jobs
+}
+
+/// Table 9's dispatchers under one changed cause: index packing with FPGAs numbered first (all
+/// sizes, burstiness 0.6), round robin at burstiness 0.55 (medium and long).
+fn dispatch_jobs(scale: &Scale) -> Vec<Job> {
+    let sizes = [SizeSpec::Short, SizeSpec::Medium, SizeSpec::Long];
+    let mut jobs = Vec::new();
+    for (i, size) in sizes.into_iter().enumerate() {
+        for trace in 0..scale.traces {
+            let (ip, source) = (IP_AT[i], synthetic(scale, 0.6, size, trace));
+            let d = Some(DispatcherKind::IndexPackingFpgaFirst);
+            jobs.push(sim("gaps", ip, trace, Platform::default(), source, SPORK_E, d));
+            if i > 0 {
+                let source = synthetic(scale, 0.55, size, trace);
+                let d = Some(DispatcherKind::RoundRobin);
+                jobs.push(sim("gaps", RR_AT[i - 1], trace, Platform::default(), source, SPORK_E, d));
+            }
+        }
+    }
+    jobs
+}
+
+/// Figure 4's SporkE-ideal and MArk-ideal at burstiness 0.75 (the same runs as Figure 4's).
+fn allocated_jobs(scale: &Scale) -> Vec<Job> {
+    let mut platform = Platform::default();
+    platform.fpga.spin_up = from_secs(60.0);
+    let mut jobs = Vec::new();
+    for trace in 0..scale.traces {
+        for s in [Scheduler::SporkIdeal(Objective::ENERGY), Scheduler::MarkIdeal] {
+            let source = synthetic(scale, 0.75, SizeSpec::Short, trace);
+            jobs.push(sim("gaps", FIG4_AT, trace, platform, source, s, None));
+        }
+    }
+    jobs
+}
+
+impl Experiment for Gaps {
+    fn id(&self) -> &'static str {
+        "gaps"
+    }
+
+    fn title(&self) -> &'static str {
+        "The differences over 15%: each cause, changed alone (beyond the paper)"
+    }
+
+    fn folders(&self) -> &'static [&'static str] {
+        &["gaps"]
+    }
+
+    fn jobs(&self, inputs: &Inputs) -> Vec<Job> {
+        let scale = &inputs.scale;
+        let mut jobs = idle_jobs(scale);
+        jobs.extend(dispatch_jobs(scale));
+        jobs.extend(allocated_jobs(scale));
+        jobs
+    }
+
+    fn charts(&self, _folder: &str, t: &Table) -> Vec<Chart> {
+        vec![
+            chart(
+                "SporkE idle share, planned release, CPUs kept one interval",
+                "FPGA busy power (W)",
+                "idle share of energy (%)",
+                lines(t, "fpga_busy_w", &[("cause", IDLE)], IdleShare, 100.0),
+                false,
+            ),
+            chart(
+                "index packing, FPGAs numbered first (0.6)",
+                "size (short, medium, long)",
+                EE,
+                lines(t, "size", &[("cause", NUMBERING)], EnergyEfficiency, 100.0),
+                false,
+            ),
+            chart(
+                "round robin at burstiness 0.55",
+                "size (medium, long)",
+                EE,
+                lines(t, "size", &[("cause", LOAD)], EnergyEfficiency, 100.0),
+                false,
+            ),
+        ]
+    }
+
+    fn claims(&self) -> Vec<Claim> {
+        CLAIMS.to_vec()
+    }
+}
