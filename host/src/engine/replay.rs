@@ -167,7 +167,7 @@ pub fn search_headroom<I: Iterator<Item = Request>>(
     if best.1.tally.misses == 0
         && let Some(lo) = lo_fail
     {
-        best = bisect(lo, best, &meets);
+        best = bisect(lo, best, meets);
     }
     Searched { headroom: best.0, outcome: best.1 }
 }
@@ -229,7 +229,7 @@ pub fn search_headroom_near<I: Iterator<Item = Request>>(
         Some(o) if h == 0 => (0, o),
         Some(o) => match meets(h - 1) {
             None => (h, o),
-            Some(below) => search_below(h - 1, below, &meets),
+            Some(below) => search_below(h - 1, below, meets),
         },
         None => {
             let (mut lo, mut step) = (h, 1);
@@ -240,7 +240,7 @@ pub fn search_headroom_near<I: Iterator<Item = Request>>(
                 }
                 let k = (lo + step).min(max);
                 match meets(k) {
-                    Some(o) => break bisect(lo, (k, o), &meets),
+                    Some(o) => break bisect(lo, (k, o), meets),
                     None => (lo, step) = (k, step * 2),
                 }
             }

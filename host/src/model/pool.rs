@@ -389,6 +389,21 @@ impl Pool {
         self.order.iter().map(|&(_, id)| id)
     }
 
+    /// Dispatchable workers (spinning up or active) in slot order, from slot `from` round to the one
+    /// before it: the slots a rotation over the pool visits, less those of workers that are off
+    /// (their slots outnumber the live ones once a burst has passed).
+    pub fn rotation_from(&self, from: usize) -> Box<dyn Iterator<Item = WorkerId> + '_> {
+        if self.numbering == Numbering::LowestFree {
+            // Numbers are slots: the ordered index of dispatchable workers is the rotation.
+            let at = (from as u64, WorkerId(0));
+            let id = |&(_, id): &(u64, WorkerId)| id;
+            return Box::new(self.order.range(at..).map(id).chain(self.order.range(..at).map(id)));
+        }
+        let n = self.slots.len();
+        let live = move |i: usize| self.slots[i].state.phase().is_some().then_some(WorkerId(i as u32));
+        Box::new((0..n).filter_map(move |k| live((from + k) % n)))
+    }
+
     /// Marks a spinning-up worker active (its ready time has come).
     pub fn finish_spin_up(&mut self, id: WorkerId) {
         let w = &mut self.slots[id.index()];

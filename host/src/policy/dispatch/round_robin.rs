@@ -1,6 +1,6 @@
 //! Round-robin dispatch: rotate over allocated workers, skipping those that would miss the deadline.
-//! It spreads load evenly, so workers rarely idle long enough to be reclaimed. O(n) in the worst case;
-//! it is a baseline.
+//! It spreads load evenly, so workers rarely idle long enough to be reclaimed. O(n) in the live
+//! workers in the worst case; it is a baseline.
 //!
 //! Plain (`round-robin`): over workers of any type. Tiered (`round-robin-tiered`, MArk's): over the
 //! provisioned FPGAs only; a request none of them can take in time goes to the burst tier, CPUs that
@@ -9,7 +9,7 @@
 //! on its own timer), or a new one.
 
 use super::{EfficientFirst, Fleet, Job, Placement, can_meet, fallback};
-use crate::model::{Kind, Pool, Time, WorkerId, WorkerState};
+use crate::model::{Kind, Pool, Time, WorkerState};
 
 /// Round robin over pool slots.
 #[derive(Clone, Copy, Debug)]
@@ -46,14 +46,15 @@ impl RoundRobin {
     /// Where to run `job` at `now`.
     pub fn place(&mut self, pool: &Pool, job: &Job, now: Time) -> Placement {
         let slots = pool.slots();
-        let n = slots.len();
-        for k in 0..n {
-            let i = (self.next + k) % n;
-            let w = &slots[i];
-            let live = matches!(w.state, WorkerState::Active | WorkerState::SpinningUp);
-            let unit = if live { Some(pool.earliest_unit(WorkerId(i as u32))) } else { None };
-            if let Some(unit) = unit.filter(|&u| self.rotates(w.kind) && can_meet(pool, u, job, now)) {
-                self.next = i + 1;
+        for id in pool.rotation_from(self.next) {
+            let w = &slots[id.index()];
+            debug_assert!(matches!(w.state, WorkerState::Active | WorkerState::SpinningUp));
+            if !self.rotates(w.kind) {
+                continue;
+            }
+            let unit = pool.earliest_unit(id);
+            if can_meet(pool, unit, job, now) {
+                self.next = id.index() + 1;
                 return Placement::Assign(unit);
             }
         }

@@ -53,8 +53,9 @@ const NUMBERING_CAUSE: &str = "a reading of an ambiguous sentence. Section 4 cit
     `spork simulate --scheduler spork-e --dispatcher index-packing-fpga-first --burstiness 0.6 --size short` \
     (medium, long), 10 traces";
 const LOAD_CAUSE: &str = "data we do not have. The paper's Table 9 replays Azure production traces; ours are \
-    b-model traces at burstiness 0.6, and round robin, which rarely lets a worker idle, holds close to the peak, \
-    so its efficiency follows the trace's peak-to-mean. Table 8's FPGA-static efficiency on Azure medium (72%) \
+    b-model traces at burstiness 0.6, and round robin, which \"evenly distributes requests to both CPUs and \
+    FPGAs and it rarely lets workers idle\" (section 5.3), holds close to the peak, so its efficiency follows \
+    the trace's peak-to-mean. Table 8's FPGA-static efficiency on Azure medium (72%) \
     matches ours at burstiness 0.55 (72%), not 0.6 (50%). This run is round robin at burstiness 0.55. Run: \
     `spork simulate --scheduler spork-e --dispatcher round-robin --burstiness 0.55 --size medium` (long), \
     10 traces";
