@@ -20,6 +20,9 @@ pub enum Scheduler {
     FpgaStatic,
     /// FPGA-only, reactive with the least headroom that meets deadlines.
     FpgaDynamic,
+    /// FPGA-dynamic counting the current interval's known load, not the last one's work (a reading of
+    /// section 5.1, beside the paper).
+    FpgaDynamicNow,
     /// Cost-optimised hybrid with perfect two-interval predictions and round robin.
     MarkIdeal,
     /// Spork minimising a weighted objective (SporkE, SporkC, SporkB or any other weight).
@@ -47,13 +50,14 @@ impl Scheduler {
     /// Names accepted on the command line.
     pub const NAMES: &'static str = "cpu-dynamic, fpga-static, fpga-dynamic, mark-ideal, spork-c, spork-b, \
         spork-e, spork-c-ideal, spork-e-ideal, spork:<energy weight 0..1>, spork-ideal:<weight>, \
-        spork-d, spork-d:<weight> (deadline-aware, beyond the paper), all";
+        spork-d, spork-d:<weight> (deadline-aware, beyond the paper), fpga-dynamic-now (FPGA-dynamic \
+        on the current interval's known load), all";
 
     /// Worker types it uses.
     pub fn fleet(&self) -> Fleet {
         match self {
             Scheduler::CpuDynamic => Fleet::CPU_ONLY,
-            Scheduler::FpgaStatic | Scheduler::FpgaDynamic => Fleet::FPGA_ONLY,
+            Scheduler::FpgaStatic | Scheduler::FpgaDynamic | Scheduler::FpgaDynamicNow => Fleet::FPGA_ONLY,
             _ => Fleet::HYBRID,
         }
     }
@@ -93,7 +97,7 @@ impl Scheduler {
 
     /// Whether the evaluator must search its headroom.
     pub fn searches_headroom(&self) -> bool {
-        matches!(self, Scheduler::FpgaDynamic | Scheduler::FpgaStatic)
+        matches!(self, Scheduler::FpgaDynamic | Scheduler::FpgaDynamicNow | Scheduler::FpgaStatic)
     }
 
     /// A fresh allocator. `demand` is required when [`Self::needs_demand`]; `headroom` is
@@ -109,6 +113,7 @@ impl Scheduler {
             Scheduler::CpuDynamic => Box::new(CpuDynamic),
             Scheduler::FpgaStatic => Box::new(FpgaStatic::new(&demand(), headroom)),
             Scheduler::FpgaDynamic => Box::new(FpgaDynamic::new(&demand(), headroom, platform)),
+            Scheduler::FpgaDynamicNow => Box::new(FpgaDynamic::on_current_load(demand(), headroom, platform)),
             Scheduler::MarkIdeal => Box::new(MarkIdeal::new(demand(), platform)),
             Scheduler::Spork(o) => Box::new(SporkAllocator::new(o, platform)),
             Scheduler::SporkIdeal(o) => Box::new(SporkIdeal::new(demand(), o, platform)),
@@ -134,6 +139,7 @@ impl fmt::Display for Scheduler {
             Scheduler::CpuDynamic => f.write_str("CPU-dynamic"),
             Scheduler::FpgaStatic => f.write_str("FPGA-static"),
             Scheduler::FpgaDynamic => f.write_str("FPGA-dynamic"),
+            Scheduler::FpgaDynamicNow => f.write_str("FPGA-dynamic-now"),
             Scheduler::MarkIdeal => f.write_str("MArk-ideal"),
             Scheduler::Spork(o) => match named(o) {
                 Some(n) => write!(f, "Spork{n}"),
@@ -166,6 +172,7 @@ impl FromStr for Scheduler {
             "cpu-dynamic" => Some(Scheduler::CpuDynamic),
             "fpga-static" => Some(Scheduler::FpgaStatic),
             "fpga-dynamic" => Some(Scheduler::FpgaDynamic),
+            "fpga-dynamic-now" => Some(Scheduler::FpgaDynamicNow),
             "mark-ideal" => Some(Scheduler::MarkIdeal),
             "spork-e" | "sporke" => Some(Scheduler::Spork(Objective::ENERGY)),
             "spork-c" | "sporkc" => Some(Scheduler::Spork(Objective::COST)),

@@ -44,13 +44,16 @@ impl Allocator for FpgaStatic {
 /// FPGA-dynamic: reactive; the FPGAs the last interval needed plus a headroom of `multiple` times the
 /// largest change in needed FPGAs between consecutive intervals of the trace. The evaluator searches
 /// the least multiple that meets deadlines (see [`crate::engine::search_headroom`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct FpgaDynamic {
     headroom: u32,
     first: u32,
     /// FPGA-seconds one board serves in an interval.
     board_s: f64,
     speedup: f64,
+    /// The other reading of "the minimum FPGAs needed to meet current load" (section 5.1): the
+    /// known demand of the interval that starts now, where ours counts the work of the one that ended.
+    current: Option<Arc<Demand>>,
 }
 
 impl FpgaDynamic {
@@ -67,7 +70,14 @@ impl FpgaDynamic {
             first: demand.fpgas_ceil(0),
             board_s: platform.board_capacity_s(),
             speedup: platform.fpga.speedup,
+            current: None,
         }
+    }
+
+    /// [`Self::new`], counting the FPGAs the interval that starts now needs from `demand` (known
+    /// request rates) instead of the work the last one ran.
+    pub fn on_current_load(demand: Arc<Demand>, multiple: u32, platform: &Platform) -> Self {
+        FpgaDynamic { current: Some(demand.clone()), ..Self::new(&demand, multiple, platform) }
     }
 }
 
@@ -78,6 +88,9 @@ impl Allocator for FpgaDynamic {
     fn plan(&mut self, s: &IntervalStats) -> u32 {
         if s.index == 0 {
             return self.initial();
+        }
+        if let Some(d) = &self.current {
+            return (d.fpgas_ceil(s.index) + self.headroom).max(1);
         }
         let work = to_secs(s.fpga_work) + to_secs(s.cpu_work) / self.speedup;
         ((work / self.board_s).ceil() as u32 + self.headroom).max(1)
