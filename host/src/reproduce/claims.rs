@@ -161,6 +161,11 @@ impl Comparison {
         self.ours.map(|o| o / self.paper)
     }
 
+    /// "experiment: finding", how a cause's claim names it and `explained_by` refers to it.
+    pub fn id(&self) -> String {
+        format!("{}: {}", self.experiment, self.finding)
+    }
+
     /// Whether ours is within 15% of the paper's.
     pub fn within(&self) -> bool {
         self.ratio().is_some_and(|q| (q - 1.0).abs() <= 0.15)
@@ -169,20 +174,14 @@ impl Comparison {
 
 /// Marks every number over 15% that a cause's run within 15% tests as explained by it.
 pub fn link_causes(claims: &mut [Comparison]) {
-    let causes: Vec<(String, String, String)> = claims
+    let causes: Vec<(String, String)> = claims
         .iter()
         .filter(|c| c.within())
-        .flat_map(|c| {
-            c.explains
-                .iter()
-                .map(move |(e, f)| (e.clone(), f.clone(), format!("{}: {}", c.experiment, c.finding)))
-        })
+        .flat_map(|c| c.explains.iter().map(move |(e, f)| (format!("{e}: {f}"), c.id())))
         .collect();
     for c in claims.iter_mut().filter(|c| !c.within()) {
-        c.explained_by = causes
-            .iter()
-            .find(|(e, f, _)| *e == c.experiment && *f == c.finding)
-            .map(|(_, _, by)| by.clone());
+        let id = c.id();
+        c.explained_by = causes.iter().find(|(number, _)| *number == id).map(|(_, by)| by.clone());
     }
 }
 

@@ -79,92 +79,94 @@ fn header(how: &Invocation, s: &Summary) -> String {
     r
 }
 
-/// The kinds of cause, as the causes' texts begin.
-const KINDS: [(&str, &str); 3] = [
+/// The kinds of cause, as the causes' texts begin; a cause that begins otherwise is listed under the
+/// last heading, so an explained number is never left out of the section.
+const KINDS: [(&str, &str); 4] = [
     ("a reading of an ambiguous sentence", "A reading of an ambiguous sentence"),
     ("data we do not have", "Data we do not have"),
     ("a modelling choice", "A modelling choice"),
+    ("", "Another cause"),
 ];
 
+/// The heading of `cause`'s kind.
+fn kind_of(cause: &str) -> &'static str {
+    KINDS.iter().find(|(prefix, _)| cause.starts_with(prefix)).map_or("Another cause", |k| k.1)
+}
+
+/// Our number as the report prints it.
+fn ours(c: &Comparison) -> String {
+    c.ours.map_or("n/a".into(), |v| fmt_value(v, c.percent))
+}
+
 /// Every number over 15% from the paper's, under the kind of its cause with the cause's run and
-/// its result (the `gaps` experiment), then those no run explains.
+/// its result (the `gaps` experiment), then those no run explains, then the causes' runs that missed.
 fn differences(claims: &[Comparison]) -> String {
     let over: Vec<&Comparison> = claims.iter().filter(|c| c.ours.is_some() && !c.within()).collect();
-    let papers: Vec<&Comparison> = over.iter().copied().filter(|c| c.explains.is_empty()).collect();
-    let unexplained: Vec<&Comparison> = papers.iter().copied().filter(|c| c.explained_by.is_none()).collect();
+    let (papers, missed): (Vec<&Comparison>, Vec<&Comparison>) =
+        over.iter().partition(|c| c.explains.is_empty());
+    let compared = claims.iter().filter(|c| c.explains.is_empty() && c.ours.is_some()).count();
+    let explained: Vec<(&Comparison, &Comparison)> = papers
+        .iter()
+        .filter_map(|&c| {
+            let by = c.explained_by.as_deref()?;
+            claims.iter().find(|k| k.id() == by).map(|k| (c, k))
+        })
+        .collect();
     let mut r = format!(
-        "## Differences over 15% and their causes\n\n{} of the paper's {} numbers compared differ from ours by more than \
-         15%; {} of them are explained by a run that changes only the likely cause and lands within 15% of the paper \
-         (the `gaps` experiment: `spork reproduce --only gaps`), {} are not.\n",
+        "## Differences over 15% and their causes\n\n{} of the paper's {compared} numbers compared differ from ours by \
+         more than 15%; {} of them are explained by a run that changes only the likely cause and lands within 15% of \
+         the paper (the `gaps` experiment: `spork reproduce --only gaps`), {} are not.\n",
         papers.len(),
-        claims.iter().filter(|c| c.explains.is_empty() && c.ours.is_some()).count(),
-        papers.len() - unexplained.len(),
-        unexplained.len()
+        explained.len(),
+        papers.len() - explained.len()
     );
-    let cause_of = |c: &Comparison| {
-        let by = c.explained_by.as_deref()?;
-        claims.iter().find(|k| format!("{}: {}", k.experiment, k.finding) == by)
-    };
-    for (prefix, heading) in KINDS {
-        let rows: Vec<(&Comparison, &Comparison)> = papers
-            .iter()
-            .filter_map(|&c| cause_of(c).map(|k| (c, k)))
-            .filter(|(_, k)| k.cause.starts_with(prefix))
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            r,
-            "\n### {heading}\n\n| number | paper | ours | the cause's run | its result |\n|---|---|---|---|---|"
-        );
-        for (c, k) in &rows {
-            let ours = c.ours.map_or("n/a".into(), |v| fmt_value(v, c.percent));
-            let theirs = k.ours.map_or("n/a".into(), |v| fmt_value(v, k.percent));
-            let _ = writeln!(
-                r,
-                "| {}: {} | {} | {ours} | {} | {theirs} |",
-                c.experiment,
-                c.finding,
-                fmt_value(c.paper, c.percent),
-                k.finding
-            );
-        }
-        let mut causes: Vec<&str> = rows.iter().map(|(_, k)| k.cause).collect();
-        causes.dedup();
-        for cause in causes {
-            let _ = writeln!(r, "\n- Cause: {cause}.");
+    for (_, heading) in KINDS {
+        let rows: Vec<_> = explained.iter().filter(|(_, k)| kind_of(k.cause) == heading).collect();
+        if !rows.is_empty() {
+            r.push_str(&explained_under(heading, &rows));
         }
     }
+    let unexplained: Vec<&&Comparison> = papers.iter().filter(|c| c.explained_by.is_none()).collect();
     if !unexplained.is_empty() {
         let _ = writeln!(
             r,
             "\n### Not explained by a run\n\n| number | paper | ours | likely cause, in words |\n|---|---|---|---|"
         );
         for c in unexplained {
-            let ours = c.ours.map_or("n/a".into(), |v| fmt_value(v, c.percent));
-            let _ = writeln!(
-                r,
-                "| {}: {} | {} | {ours} | {} |",
-                c.experiment,
-                c.finding,
-                fmt_value(c.paper, c.percent),
-                c.cause
-            );
+            let paper = fmt_value(c.paper, c.percent);
+            let _ = writeln!(r, "| {} | {paper} | {} | {} |", c.id(), ours(c), c.cause);
         }
     }
-    let tested: Vec<&Comparison> = over.iter().copied().filter(|c| !c.explains.is_empty()).collect();
-    if !tested.is_empty() {
+    if !missed.is_empty() {
         let _ = writeln!(
             r,
             "\nCauses' runs that did not land within 15% (so they do not explain their numbers):\n"
         );
-        for k in tested {
-            let ours = k.ours.map_or("n/a".into(), |v| fmt_value(v, k.percent));
-            let _ = writeln!(r, "- {}: ours {ours}, paper {}.", k.finding, fmt_value(k.paper, k.percent));
+        for k in missed {
+            let _ =
+                writeln!(r, "- {}: ours {}, paper {}.", k.finding, ours(k), fmt_value(k.paper, k.percent));
         }
     }
     r.push('\n');
+    r
+}
+
+/// One kind's table of explained numbers beside their causes' runs, then each cause once.
+fn explained_under(heading: &str, rows: &[&(&Comparison, &Comparison)]) -> String {
+    let mut r = format!(
+        "\n### {heading}\n\n| number | paper | ours | the cause's run | its result |\n|---|---|---|---|---|\n"
+    );
+    let mut causes: Vec<&str> = Vec::new();
+    for (c, k) in rows {
+        let paper = fmt_value(c.paper, c.percent);
+        let _ = writeln!(r, "| {} | {paper} | {} | {} | {} |", c.id(), ours(c), k.finding, ours(k));
+        if !causes.contains(&k.cause) {
+            causes.push(k.cause);
+        }
+    }
+    for cause in causes {
+        let _ = writeln!(r, "\n- Cause: {cause}.");
+    }
     r
 }
 
@@ -220,9 +222,9 @@ fn section(e: &dyn Experiment, claims: &[Comparison], tables: &Tables) -> String
         let _ = writeln!(r, "| finding | paper | ours | ours / paper |\n|---|---|---|---|");
     }
     for c in &mine {
-        let ours = c.ours.map_or("n/a".to_string(), |v| fmt_value(v, c.percent));
         let ratio = c.ratio().map_or("n/a".to_string(), |v| format!("{v:.2}"));
-        let _ = writeln!(r, "| {} | {} | {} | {} |", c.finding, fmt_value(c.paper, c.percent), ours, ratio);
+        let _ =
+            writeln!(r, "| {} | {} | {} | {} |", c.finding, fmt_value(c.paper, c.percent), ours(c), ratio);
     }
     let notes: Vec<String> = mine.iter().filter_map(|c| difference(c)).collect();
     if !notes.is_empty() {
