@@ -36,7 +36,9 @@ pub use core::Engine;
 pub use effects::{Action, Arrival, Assignment, Effects};
 pub use outcome::{Outcome, Tally};
 pub use plan::{Oracle, Plan};
-pub use replay::{Searched, replay, replay_shared, search_headroom, search_headroom_near, told, told_near};
+pub use replay::{
+    Hint, Searched, replay, replay_shared, search_headroom, search_headroom_near, told, told_near,
+};
 
 #[cfg(test)]
 mod batching_tests;

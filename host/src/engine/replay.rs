@@ -102,6 +102,31 @@ pub struct Searched {
     pub outcome: Outcome,
 }
 
+impl Searched {
+    /// Where a like run's search starts ([`told_near`]).
+    pub fn hint(&self, platform: &Platform, plan: &Plan, oracle: &Oracle) -> Hint {
+        let fpgas = plan.scheduler.headroom_fpgas(&oracle.demand.clone().unwrap_or_default(), self.headroom);
+        Hint { headroom: self.headroom, capacity: capacity(platform, fpgas) }
+    }
+}
+
+/// A like run's search result, for the next search to start near: the same trace at another
+/// spin-up, speedup or power ([`crate::policy::Scheduler::headroom_near`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hint {
+    /// Its headroom.
+    pub headroom: u32,
+    /// What its headroom came to, in CPU workers' worth of boards ([`capacity`]).
+    pub capacity: f64,
+}
+
+/// `fpgas` boards in CPU workers' worth (speedup times compute units each): FPGA-static's pool in a
+/// unit that holds across runs of one trace at other spin-ups (the burst's need does not change with
+/// the interval), speedups (a board of twice the speedup does the work of two) and powers.
+fn capacity(platform: &Platform, fpgas: u32) -> f64 {
+    f64::from(fpgas) * platform.fpga.speedup * f64::from(platform.fpga.compute_units.max(1))
+}
+
 /// What a run of `plan` is told in advance: `oracle`, with the searched headroom if its scheduler
 /// searches one (FPGA-static, FPGA-dynamic: [`search_headroom`], whose full run comes back too).
 /// The one place that decides it, for the evaluator and the live runtime alike.
@@ -115,22 +140,27 @@ pub fn told<I: Iterator<Item = Request>>(
     told_near(platform, plan, oracle, requests, horizon, None)
 }
 
-/// [`told`], the search started at `hint` (a headroom found for a similar run) when given
-/// ([`search_headroom_near`]).
+/// [`told`], the search started near `hint` when given (a like run's, [`Searched::hint`]), as a
+/// headroom of this run's ([`crate::policy::Scheduler::headroom_near`], [`search_headroom_near`]).
 pub fn told_near<I: Iterator<Item = Request>>(
     platform: &Platform,
     plan: &Plan,
     oracle: Oracle,
     requests: impl Fn() -> I,
     horizon: Time,
-    hint: Option<u32>,
+    hint: Option<Hint>,
 ) -> (Oracle, Option<Searched>) {
     if !plan.scheduler.searches_headroom() {
         return (oracle, None);
     }
     let found = match hint {
         None => search_headroom(platform, plan, &oracle, requests, horizon),
-        Some(h) => search_headroom_near(platform, plan, &oracle, requests, horizon, h),
+        Some(like) => {
+            let fpgas = (like.capacity / capacity(platform, 1)).ceil() as u32;
+            let demand = oracle.demand.clone().unwrap_or_default();
+            let h = plan.scheduler.headroom_near(&demand, like.headroom, fpgas);
+            search_headroom_near(platform, plan, &oracle, requests, horizon, h)
+        }
     };
     (oracle.with_headroom(found.headroom), Some(found))
 }
@@ -172,27 +202,6 @@ pub fn search_headroom<I: Iterator<Item = Request>>(
     Searched { headroom: best.0, outcome: best.1 }
 }
 
-/// The least headroom that meets, given that `hi` does (with its run): candidates 0, 1, 2, 4, ...
-/// below it as the search from zero tries them, then bisection.
-fn search_below(hi: u32, run: Outcome, meets: impl Fn(u32) -> Option<Outcome>) -> (u32, Outcome) {
-    let mut lo_fail = None;
-    let mut k = 0;
-    while k < hi {
-        if let Some(o) = meets(k) {
-            return match lo_fail {
-                Some(lo) => bisect(lo, (k, o), &meets),
-                None => (k, o),
-            };
-        }
-        lo_fail = Some(k);
-        k = if k == 0 { 1 } else { k * 2 };
-    }
-    match lo_fail {
-        Some(lo) => bisect(lo, (hi, run), &meets),
-        None => (hi, run),
-    }
-}
-
 /// The least headroom above `lo` (which misses) up to `hi.0` (which meets, with its run) that meets
 /// every deadline, by bisection.
 fn bisect(mut lo: u32, mut hi: (u32, Outcome), meets: impl Fn(u32) -> Option<Outcome>) -> (u32, Outcome) {
@@ -206,11 +215,25 @@ fn bisect(mut lo: u32, mut hi: (u32, Outcome), meets: impl Fn(u32) -> Option<Out
     hi
 }
 
+/// The least headroom that meets, given that `hi` does (with its run): candidates 2, 4, 8, ... below
+/// it until one misses, then bisection of the last step.
+fn gallop_down(mut hi: (u32, Outcome), meets: impl Fn(u32) -> Option<Outcome>) -> (u32, Outcome) {
+    let mut step = 2;
+    while hi.0 > 0 {
+        let k = hi.0.saturating_sub(step);
+        match meets(k) {
+            Some(o) => (hi, step) = ((k, o), step * 2),
+            None => return bisect(k, hi, meets),
+        }
+    }
+    hi
+}
+
 /// [`search_headroom`] for a run like one whose headroom was `hint` (the same trace on another
 /// spin-up, speedup or power). A candidate that misses stops at its first miss, one that meets runs
 /// to the end, so the search avoids candidates that meet: if the hint meets and one less misses,
-/// that is the answer (one full run and one short); if one less meets too, the search from zero
-/// runs below it; if the hint misses, candidates above it are tried at steps of 1, 2, 4, ... and the
+/// that is the answer (one full run and one short); if one less meets too, candidates below it are
+/// tried at steps of 2, 4, 8, ... and the last gap bisected; if the hint misses, candidates above it are tried at steps of 1, 2, 4, ... and the
 /// last gap bisected. Misses fall as headroom grows, so every path finds the same least headroom as
 /// the search from zero.
 pub fn search_headroom_near<I: Iterator<Item = Request>>(
@@ -229,7 +252,7 @@ pub fn search_headroom_near<I: Iterator<Item = Request>>(
         Some(o) if h == 0 => (0, o),
         Some(o) => match meets(h - 1) {
             None => (h, o),
-            Some(below) => search_below(h - 1, below, meets),
+            Some(below) => gallop_down((h - 1, below), meets),
         },
         None => {
             let (mut lo, mut step) = (h, 1);

@@ -11,7 +11,7 @@ pub use crate::engine::{Plan, PoolBrownout};
 pub use report::Report;
 
 use crate::engine::boards::SharedBoards;
-use crate::engine::{Effects, Engine, Oracle, Outcome, replay, replay_shared, told_near};
+use crate::engine::{Effects, Engine, Hint, Oracle, Outcome, replay, replay_shared, told_near};
 use crate::model::{Platform, Request, Time};
 use crate::policy::Demand;
 use crate::policy::arbitrate::Sharing;
@@ -98,14 +98,14 @@ pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> 
     evaluate_near(platform, workload, plan, None)
 }
 
-/// [`evaluate`], a headroom search started at `hint` (the headroom of a like run on the same
-/// workload) when given: the same report, found in fewer replays when the hint is close
-/// ([`crate::engine::search_headroom_near`]).
+/// [`evaluate`], a headroom search started near `hint` when given (a like run's report's
+/// `headroom_hint`; [`crate::engine::told_near`]): the same report, found in fewer replays when the
+/// hint is close.
 pub fn evaluate_near<W: Workload>(
     platform: &Platform,
     workload: &W,
     plan: &Plan,
-    hint: Option<u32>,
+    hint: Option<Hint>,
 ) -> Report {
     let oracle = oracle(platform, workload, plan);
     match told_near(platform, plan, oracle, || workload.requests(), workload.horizon(), hint) {
@@ -113,9 +113,10 @@ pub fn evaluate_near<W: Workload>(
             let engine = Engine::new(*platform, plan, &oracle);
             report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ()))
         }
-        (_, Some(found)) => {
+        (oracle, Some(found)) => {
             let mut report = report(platform, plan, &found.outcome);
             report.headroom = Some(found.headroom);
+            report.headroom_hint = Some(found.hint(platform, plan, &oracle));
             report
         }
     }
@@ -176,12 +177,25 @@ mod tests {
             let platform = Platform::default();
             let plan = Plan::new(scheduler);
             let from_zero = evaluate(&platform, &trace, &plan);
-            let found = from_zero.headroom.expect("searched");
+            let found = from_zero.headroom_hint.expect("searched");
             let recorded = Recorded::of(&trace);
             assert_eq!(evaluate(&platform, &recorded, &plan), from_zero, "recorded, {scheduler}");
-            for hint in [0, 1, found.saturating_sub(1), found, found + 1, found + 9, 64, 500] {
+            // Hints of both kinds: none, too little, one short, right, one over, far over, past the
+            // maximum (in CPU workers' worth for FPGA-static, in headroom for FPGA-dynamic).
+            let (h, c) = (found.headroom, found.capacity);
+            for (headroom, capacity) in [
+                (0, 0.0),
+                (1, 1.0),
+                (h.saturating_sub(1), (c - 1.0).max(0.0)),
+                (h, c),
+                (h + 1, c + 1.0),
+                (h + 9, c + 9.0),
+                (h * 3, c * 3.0),
+                (500, 5e4),
+            ] {
+                let hint = Hint { headroom, capacity };
                 let near = evaluate_near(&platform, &recorded, &plan, Some(hint));
-                assert_eq!(near, from_zero, "{scheduler}, seed {seed}, hint {hint} (found {found})");
+                assert_eq!(near, from_zero, "{scheduler}, seed {seed}, {hint:?} (found {found:?})");
             }
         }
     }

@@ -100,6 +100,27 @@ impl Scheduler {
         matches!(self, Scheduler::FpgaDynamic | Scheduler::FpgaDynamicNow | Scheduler::FpgaStatic)
     }
 
+    /// The FPGAs `headroom` comes to on `demand`: FPGA-static's pool (the busiest interval's need
+    /// plus the headroom), FPGA-dynamic's FPGAs above the last interval's need (the headroom times
+    /// the largest step).
+    pub fn headroom_fpgas(&self, demand: &Demand, headroom: u32) -> u32 {
+        match self {
+            Scheduler::FpgaStatic => FpgaStatic::new(demand, headroom).initial(),
+            _ => headroom.saturating_mul(FpgaDynamic::max_step(demand).max(1)),
+        }
+    }
+
+    /// Where to start the headroom search on `demand`, given a like run's (the same trace at another
+    /// spin-up, speedup or power): its `headroom` and the `fpgas` that came to here. What holds
+    /// across such runs: FPGA-static's pool (the burst's need does, the peak interval's does not),
+    /// FPGA-dynamic's multiple of the largest step (both scale with the interval).
+    pub fn headroom_near(&self, demand: &Demand, headroom: u32, fpgas: u32) -> u32 {
+        match self {
+            Scheduler::FpgaStatic => fpgas.saturating_sub(FpgaStatic::new(demand, 0).initial()),
+            _ => headroom,
+        }
+    }
+
     /// A fresh allocator. `demand` is required when [`Self::needs_demand`]; `headroom` is
     /// FPGA-dynamic's multiple of the largest step, or FPGA-static's FPGAs above the peak interval.
     pub fn allocator(
@@ -194,6 +215,18 @@ impl FromStr for Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// FPGA-static's pool turned back into a headroom is that headroom, whatever the demand: a
+        /// hint of a run's own pool starts its search at its own headroom.
+        #[test]
+        fn a_static_pool_gives_back_its_headroom(work in proptest::collection::vec(0.0..50.0f64, 1..40), h in 0..200u32) {
+            let demand = Demand { work_s: work, interval_s: 10.0, board_s: 10.0 };
+            let s = Scheduler::FpgaStatic;
+            prop_assert_eq!(s.headroom_near(&demand, 0, s.headroom_fpgas(&demand, h)), h);
+        }
+    }
 
     #[test]
     fn names_round_trip() {

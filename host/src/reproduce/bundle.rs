@@ -7,7 +7,6 @@
 //! takes a dozen. Every row is the one the run gives alone.
 
 use super::jobs::{Job, TraceSource, Work};
-use super::metric::Metric;
 use super::store::Row;
 use crate::evaluate::Recorded;
 use crate::trace::Synthetic;
@@ -197,7 +196,7 @@ fn failed<'a>(chain: &[Same<'a>], why: &str, each: &(dyn Fn(&Done<'a>) + Sync)) 
     all.map(|&j| (j, Err(why.to_string()), 0.0)).inspect(each).collect()
 }
 
-/// A chain's runs in order, each search started at the headroom the one before found.
+/// A chain's runs in order, each search started near where the one before found its headroom.
 fn run_chain<'a>(
     chain: &[Same<'a>],
     recorded: Option<&Recorded>,
@@ -207,11 +206,8 @@ fn run_chain<'a>(
     let mut done = Vec::new();
     for same in chain {
         let started = Instant::now();
-        let result = same.jobs[0].run_on(recorded, hint);
+        let result = same.jobs[0].run_on(recorded, &mut hint);
         let secs = started.elapsed().as_secs_f64();
-        if let Ok(row) = &result {
-            hint = row.metrics.get(Metric::Headroom.key()).map(|&h| h as u32).or(hint);
-        }
         for (i, &j) in same.jobs.iter().enumerate() {
             let r = result.as_ref().map(|row| Row {
                 experiment: j.folder.to_string(),
@@ -234,6 +230,7 @@ mod tests {
     use crate::model::{Platform, time::from_secs};
     use crate::policy::{Objective, Scheduler};
     use crate::reproduce::jobs::{Scale, sim, synthetic};
+    use crate::reproduce::metric::Metric;
     use crate::trace::SizeSpec;
 
     /// Two traces; on each, SporkE and FPGA-static at two spin-ups, and SporkE listed again by a

@@ -3,6 +3,7 @@
 
 use super::metric::Metric;
 use super::store::{Row, run_key};
+use crate::engine::Hint;
 use crate::evaluate::brownout;
 use crate::evaluate::{Plan, Recorded, Report, evaluate_near, evaluate_shared};
 use crate::model::{PerKind, Platform, Time, time::from_secs};
@@ -185,13 +186,14 @@ impl Job {
 
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
-        self.run_on(None, None)
+        self.run_on(None, &mut None)
     }
 
     /// Runs it on `recorded`, its synthetic trace's requests drawn already (by the sweep, once for
-    /// every run of that trace), its headroom search started at `hint` if it searches one. The row is
-    /// the same as [`Self::run`]'s.
-    pub fn run_on(&self, recorded: Option<&Recorded>, hint: Option<u32>) -> Result<Row, String> {
+    /// every run of that trace), its headroom search started near `hint` if it searches one (a like
+    /// run's; [`evaluate_near`]), which it sets to its own. The row is the same
+    /// as [`Self::run`]'s.
+    pub fn run_on(&self, recorded: Option<&Recorded>, hint: &mut Option<Hint>) -> Result<Row, String> {
         let metrics = match &self.work {
             Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards, batching } => {
                 let plan = Plan {
@@ -202,14 +204,16 @@ impl Job {
                     caps: Caps(PerKind::new(None, *fpga_boards)),
                     ..Plan::new(*scheduler)
                 };
+                let near = *hint;
                 let report = match (trace, recorded) {
-                    (TraceSource::Synthetic(_), Some(r)) => evaluate_near(platform, r, &plan, hint),
+                    (TraceSource::Synthetic(_), Some(r)) => evaluate_near(platform, r, &plan, near),
                     (TraceSource::Synthetic(s), None) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
-                        evaluate_near(platform, &t, &plan, hint)
+                        evaluate_near(platform, &t, &plan, near)
                     }
-                    (TraceSource::Production(t), _) => evaluate_near(platform, t.as_ref(), &plan, hint),
+                    (TraceSource::Production(t), _) => evaluate_near(platform, t.as_ref(), &plan, near),
                 };
+                *hint = report.headroom_hint.or(near);
                 sim_metrics(&report)
             }
             Work::Shared { platform, apps, scheduler, boards, sharing } => {
