@@ -95,29 +95,28 @@ pub fn run_with<W: Workload>(
 /// Evaluates `plan` on `workload`. FPGA-dynamic and FPGA-static run with the least headroom that
 /// meets every deadline ([`crate::engine::search_headroom`]), reported beside their figures.
 pub fn evaluate<W: Workload>(platform: &Platform, workload: &W, plan: &Plan) -> Report {
-    evaluate_near(platform, workload, plan, None)
+    evaluate_near(platform, workload, plan, None).0
 }
 
-/// [`evaluate`], a headroom search started near `hint` when given (a like run's report's
-/// `headroom_hint`; [`crate::engine::told_near`]): the same report, found in fewer replays when the
-/// hint is close.
+/// [`evaluate`], a headroom search started near `hint` when given (a like run's, the second of what
+/// this returns; [`crate::engine::told_near`]): the same report, found in fewer replays when the hint
+/// is close, and this run's hint for the next (`None` if it searched no headroom).
 pub fn evaluate_near<W: Workload>(
     platform: &Platform,
     workload: &W,
     plan: &Plan,
     hint: Option<Hint>,
-) -> Report {
+) -> (Report, Option<Hint>) {
     let oracle = oracle(platform, workload, plan);
     match told_near(platform, plan, oracle, || workload.requests(), workload.horizon(), hint) {
         (oracle, None) => {
             let engine = Engine::new(*platform, plan, &oracle);
-            report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ()))
+            (report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ())), None)
         }
         (oracle, Some(found)) => {
             let mut report = report(platform, plan, &found.outcome);
             report.headroom = Some(found.headroom);
-            report.headroom_hint = Some(found.hint(platform, plan, &oracle));
-            report
+            (report, Some(found.hint(platform, plan, &oracle)))
         }
     }
 }
@@ -176,8 +175,8 @@ mod tests {
                     .expect("trace");
             let platform = Platform::default();
             let plan = Plan::new(scheduler);
-            let from_zero = evaluate(&platform, &trace, &plan);
-            let found = from_zero.headroom_hint.expect("searched");
+            let (from_zero, found) = evaluate_near(&platform, &trace, &plan, None);
+            let found = found.expect("searched");
             let recorded = Recorded::of(&trace);
             assert_eq!(evaluate(&platform, &recorded, &plan), from_zero, "recorded, {scheduler}");
             // Hints of both kinds: none, too little, one short, right, one over, far over, past the
@@ -194,7 +193,7 @@ mod tests {
                 (500, 5e4),
             ] {
                 let hint = Hint { headroom, capacity };
-                let near = evaluate_near(&platform, &recorded, &plan, Some(hint));
+                let (near, _) = evaluate_near(&platform, &recorded, &plan, Some(hint));
                 assert_eq!(near, from_zero, "{scheduler}, seed {seed}, {hint:?} (found {found:?})");
             }
         }

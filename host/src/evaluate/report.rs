@@ -48,9 +48,6 @@ pub struct Report {
     /// the busiest interval's need.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headroom: Option<u32>,
-    /// Where a like run's search starts ([`super::evaluate_near`]).
-    #[serde(skip)]
-    pub headroom_hint: Option<crate::engine::Hint>,
     /// Requests served (every request of the trace that was not rejected).
     pub requests: u64,
     /// Requests rejected: the pool was capped and held no worker of an allowed type.
@@ -139,7 +136,6 @@ impl Report {
             scheduler,
             dispatcher,
             headroom: None,
-            headroom_hint: None,
             requests,
             rejected: t.rejected,
             capped_spin_ups: outcome.capped,

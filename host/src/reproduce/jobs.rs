@@ -205,7 +205,7 @@ impl Job {
                     ..Plan::new(*scheduler)
                 };
                 let near = *hint;
-                let report = match (trace, recorded) {
+                let (report, found) = match (trace, recorded) {
                     (TraceSource::Synthetic(_), Some(r)) => evaluate_near(platform, r, &plan, near),
                     (TraceSource::Synthetic(s), None) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
@@ -213,7 +213,7 @@ impl Job {
                     }
                     (TraceSource::Production(t), _) => evaluate_near(platform, t.as_ref(), &plan, near),
                 };
-                *hint = report.headroom_hint.or(near);
+                *hint = found.or(near);
                 sim_metrics(&report)
             }
             Work::Shared { platform, apps, scheduler, boards, sharing } => {
