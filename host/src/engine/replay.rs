@@ -234,8 +234,8 @@ fn gallop_down(mut hi: (u32, Outcome), meets: impl Fn(u32) -> Option<Outcome>) -
 /// to the end, so the search avoids candidates that meet: if the hint meets and one less misses,
 /// that is the answer (one full run and one short); if one less meets too, candidates below it are
 /// tried at steps of 2, 4, 8, ... and the last gap bisected; if the hint misses, candidates above it
-/// are tried at steps of 1, 2, 4, ... and the last gap bisected. Misses fall as headroom grows, so every path finds the same least headroom as
-/// the search from zero.
+/// are tried at steps of 1, 2, 4, ... and the last gap bisected. Misses fall as headroom grows, so
+/// every path finds the same least headroom as the search from zero.
 pub fn search_headroom_near<I: Iterator<Item = Request>>(
     platform: &Platform,
     plan: &Plan,
