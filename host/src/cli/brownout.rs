@@ -30,6 +30,9 @@ pub struct Args {
     /// Set-point on the p95, seconds.
     #[arg(long, default_value_t = 1.0)]
     setpoint: f64,
+    /// Load: the reference scenario's arrival rates (20/100/30/70/20 req/s) times this factor.
+    #[arg(long, default_value_t = 1.0)]
+    load: f64,
     /// Folder for the plot of p95 and threshold over time (PNG and SVG) and the per-period CSV.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -45,12 +48,17 @@ pub struct Args {
 /// controllers x 5 seeds x 20 min) is about 8; a thousand is hours of computing on two cores.
 const BUDGET_HOURS: f64 = 1_000.0;
 
+/// The largest `--load`: ten times the reference peak of 100 req/s is 70 times what the server
+/// serves with optional content, and the queue (and each run's memory) grows with it.
+const MAX_LOAD: f64 = 10.0;
+
 /// Runs `spork brownout`.
 pub fn run_cmd(a: Args) -> anyhow::Result<()> {
     let kinds = controllers(&a.controller)?;
     check(&a, &kinds)?;
     let scenario =
-        Scenario { duration_s: to_secs(a.duration), setpoint_s: a.setpoint, ..Scenario::default() };
+        Scenario { duration_s: to_secs(a.duration), setpoint_s: a.setpoint, ..Scenario::default() }
+            .with_load(a.load);
     let comparison = Comparison::run(scenario, &kinds, Seeds { first: a.seed, count: a.seeds });
     let rows = comparison.summaries();
     if let Some(dir) = &a.out {
@@ -61,7 +69,8 @@ pub fn run_cmd(a: Args) -> anyhow::Result<()> {
         return Ok(());
     }
     out!(
-        "brownout reference scenario: 1 PS server (10 in service), 20/100/30/70/20 req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s); gate at first service; percentiles linear between closest ranks",
+        "brownout reference scenario: 1 PS server (10 in service), {} req/s steps of 60 s, set-point {} s, period 0.5 s, {} s x {} seed(s); gate at first service; percentiles linear between closest ranks",
+        comparison.scenario.rates.iter().map(|r| format!("{r}")).collect::<Vec<_>>().join("/"),
         a.setpoint,
         comparison.scenario.duration_s,
         a.seeds
@@ -83,6 +92,12 @@ fn controllers(name: &str) -> anyhow::Result<Vec<ControllerKind>> {
 fn check(a: &Args, kinds: &[ControllerKind]) -> anyhow::Result<()> {
     if !a.setpoint.is_finite() || a.setpoint <= 0.0 || a.seeds == 0 || a.duration == 0 {
         anyhow::bail!("--setpoint, --seeds and --duration must be above 0");
+    }
+    if !(a.load.is_finite() && a.load > 0.0 && a.load <= MAX_LOAD) {
+        anyhow::bail!(
+            "--load {}: the factor on the reference arrival rates must be above 0 and at most {MAX_LOAD}\n  fix: 1 is the reference scenario, 1.5 half as much load again",
+            a.load
+        );
     }
     let hours = kinds.len() as f64 * a.seeds as f64 * to_secs(a.duration) / 3600.0;
     if hours > BUDGET_HOURS && !a.force {

@@ -51,6 +51,13 @@ impl Default for Scenario {
     }
 }
 
+impl Scenario {
+    /// The same scenario with every arrival rate multiplied by `factor` (its utilisation).
+    pub fn with_load(self, factor: f64) -> Self {
+        Scenario { rates: self.rates.iter().map(|r| r * factor).collect(), ..self }
+    }
+}
+
 /// One control period, for plots.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Sample {
@@ -466,6 +473,24 @@ mod tests {
         let best = rows.iter().map(|&(_, _, (iae, _))| iae).fold(f64::INFINITY, f64::min);
         let tuned = held_out(|| EventPi::new(1.0)).0;
         assert!(tuned <= 1.1 * best, "IAE {tuned} at the chosen gains, {best} at the grid's best");
+    }
+
+    /// The load scales every arrival rate, and the dimmer falls behind the event-based tuner as the
+    /// server fills (`spork brownout --load 0.3` against `--load 1`, 3 seeds: 1.4x against 8.2x).
+    #[test]
+    fn more_load_widens_the_gap_to_the_dimmer() {
+        let at = |load: f64| {
+            let s = short().with_load(load);
+            let iae = |kind| (1..=2).map(|seed| run(&s, kind, seed).iae).sum::<f64>();
+            (
+                run(&s, ControllerKind::None, 1).requests,
+                iae(ControllerKind::Dimmer) / iae(ControllerKind::Event),
+            )
+        };
+        let ((light, fold_light), (full, fold_full)) = (at(0.3), at(1.0));
+        let scaled = light as f64 / 0.3 / full as f64;
+        assert!((0.95..1.05).contains(&scaled), "{light} requests at 0.3, {full} at 1");
+        assert!(fold_full > 2.0 * fold_light, "dimmer / event IAE: {fold_light} at 0.3, {fold_full} at 1");
     }
 
     #[test]
