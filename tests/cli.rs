@@ -195,7 +195,7 @@ fn brownout_scenario_compares_controllers_and_plots() {
     let e = stderr(&spork(&["brownout", "--controller", "fuzzy"]));
     assert!(e.contains("unknown controller 'fuzzy'"), "{e}");
     for bad in ["0", "-1", "11", "nan"] {
-        let e = stderr(&spork(&["brownout", "--load", bad]));
+        let e = stderr(&spork(&["brownout", &format!("--load={bad}")]));
         assert!(e.contains("--load") && e.contains("fix:"), "--load {bad}: {e}");
     }
 }
