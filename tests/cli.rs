@@ -198,6 +198,9 @@ fn brownout_scenario_compares_controllers_and_plots() {
         let e = stderr(&spork(&["brownout", &format!("--load={bad}")]));
         assert!(e.contains("--load") && e.contains("fix:"), "--load {bad}: {e}");
     }
+    // 120 simulated hours at load 10 count as 1,200: past the budget, refused before any run.
+    let e = stderr(&spork(&["brownout", "--seeds", "60", "--load", "10"]));
+    assert!(e.contains("at load 10") && e.contains("--force"), "{e}");
 }
 
 #[test]

@@ -44,8 +44,8 @@ pub struct Args {
     force: bool,
 }
 
-/// Simulated hours one invocation may run without `--force`: the reference comparison (5
-/// controllers x 5 seeds x 20 min) is about 8; a thousand is hours of computing on two cores.
+/// Simulated hours (at the reference load) one invocation may run without `--force`: the reference
+/// comparison (6 controllers x 5 seeds x 20 min) is 10; a thousand is hours of computing on two cores.
 const BUDGET_HOURS: f64 = 1_000.0;
 
 /// The largest `--load`: ten times the reference peak of 100 req/s is 70 times what the server
@@ -99,14 +99,17 @@ fn check(a: &Args, kinds: &[ControllerKind]) -> anyhow::Result<()> {
             a.load
         );
     }
-    let hours = kinds.len() as f64 * a.seeds as f64 * to_secs(a.duration) / 3600.0;
+    // Work grows with the requests simulated: an hour at twice the load counts as two.
+    let hours = kinds.len() as f64 * a.seeds as f64 * to_secs(a.duration) / 3600.0 * a.load;
     if hours > BUDGET_HOURS && !a.force {
         anyhow::bail!(
-            "{} controller(s) x {} seeds x {:.0} s is {hours:.0} simulated hours, beyond the budget of \
-             {BUDGET_HOURS:.0}\n  fix: fewer --seeds or a shorter --duration, or --force to run it anyway",
+            "{} controller(s) x {} seeds x {:.0} s at load {} is {hours:.0} simulated hours at the \
+             reference load, beyond the budget of {BUDGET_HOURS:.0}\n  fix: fewer --seeds, a shorter \
+             --duration or a lower --load, or --force to run it anyway",
             kinds.len(),
             a.seeds,
-            to_secs(a.duration)
+            to_secs(a.duration),
+            a.load
         );
     }
     let Some(dir) = &a.out else { return Ok(()) };
