@@ -1,12 +1,14 @@
-//! An ordered set for the dispatch indexes: a sorted vector while it is small (every pool the paper
-//! runs: a binary search and one short move per change, in one cache line or a few), a B-tree once it
-//! is large (10,000 workers: a vector's moves would cost more than the tree's pointer chasing).
-//! Efficient-first queries and re-keys its index on every request, which made the B-tree's node
-//! walks and allocations the evaluator's largest cost.
+//! An ordered set for the dispatch indexes: a sorted vector while it is small (most pools the paper
+//! runs: a binary search and one short move per change, in one cache line or a few), sorted blocks
+//! once it is large (FPGA-static's 800 boards, 10,000 workers: a vector's moves would span every busy
+//! worker). Efficient-first queries and re-keys its index on every request, which made a B-tree's
+//! node walks and allocations the evaluator's largest cost.
 
-use std::collections::BTreeSet;
+mod blocks;
 
-/// Above this many keys the set is a B-tree...
+use blocks::Blocks;
+
+/// Above this many keys the set is sorted blocks...
 const GROW: usize = 512;
 /// ...and back to a vector below this many (apart from `GROW`, so a set near the line does not flip
 /// back and forth).
@@ -18,7 +20,7 @@ pub enum OrderedSet<K: Ord + Copy> {
     /// Sorted, no duplicates.
     Small(Vec<K>),
     /// Past [`GROW`] keys.
-    Large(BTreeSet<K>),
+    Large(Blocks<K>),
 }
 
 impl<K: Ord + Copy> Default for OrderedSet<K> {
@@ -113,7 +115,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
                 Err(0) => None,
                 Err(i) => v.get(i - 1),
             },
-            OrderedSet::Large(s) => s.range(..=*k).next_back(),
+            OrderedSet::Large(s) => s.last_at_most(k),
         }
     }
 
@@ -125,12 +127,14 @@ impl<K: Ord + Copy> OrderedSet<K> {
         }
     }
 
-    /// Becomes a B-tree past [`GROW`] keys, a vector again below [`SHRINK`].
+    /// Becomes blocks past [`GROW`] keys, a vector again below [`SHRINK`].
     fn resize(&mut self) {
         match self {
-            OrderedSet::Small(v) if v.len() > GROW => *self = OrderedSet::Large(v.drain(..).collect()),
+            OrderedSet::Small(v) if v.len() > GROW => {
+                *self = OrderedSet::Large(Blocks::from_sorted(std::mem::take(v)))
+            }
             OrderedSet::Large(s) if s.len() < SHRINK => {
-                *self = OrderedSet::Small(std::mem::take(s).into_iter().collect())
+                *self = OrderedSet::Small(std::mem::take(s).into_sorted())
             }
             _ => {}
         }
@@ -149,8 +153,8 @@ impl<K: Ord + Copy> Extend<K> for OrderedSet<K> {
 pub enum Iter<'a, K> {
     /// A vector's.
     Small(std::slice::Iter<'a, K>),
-    /// A B-tree's.
-    Large(std::collections::btree_set::Iter<'a, K>),
+    /// The blocks'.
+    Large(std::iter::Flatten<std::slice::Iter<'a, Vec<K>>>),
 }
 
 impl<'a, K> Iterator for Iter<'a, K> {
@@ -177,6 +181,7 @@ impl<K> DoubleEndedIterator for Iter<'_, K> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     #[derive(Clone, Debug)]
     enum Op {
@@ -226,7 +231,7 @@ mod tests {
     fn it_changes_form_past_its_bounds_and_back() {
         let mut s = OrderedSet::default();
         s.extend(0..=GROW as u32);
-        assert!(matches!(s, OrderedSet::Large(_)), "past {GROW} keys it is a B-tree");
+        assert!(matches!(s, OrderedSet::Large(_)), "past {GROW} keys it is blocks");
         for k in 0..(GROW - SHRINK + 2) as u32 {
             s.remove(&k);
         }
