@@ -37,7 +37,8 @@ pub use effects::{Action, Arrival, Assignment, Effects};
 pub use outcome::{Outcome, Tally};
 pub use plan::{Oracle, Plan};
 pub use replay::{
-    Hint, Searched, replay, replay_shared, search_headroom, search_headroom_near, told, told_near,
+    Hint, Searched, replay, replay_shared, search_by_doubling, search_headroom, search_headroom_near, told,
+    told_near,
 };
 
 #[cfg(test)]

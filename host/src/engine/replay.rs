@@ -5,7 +5,7 @@ use super::core::Engine;
 use super::effects::Effects;
 use super::outcome::Outcome;
 use super::plan::{Oracle, Plan};
-use crate::model::{Platform, Request, Time};
+use crate::model::{Kind, Platform, Request, Time};
 
 /// Runs `requests` (in arrival order) over a trace of length `horizon`, reporting effects to `fx`.
 pub fn replay(
@@ -104,8 +104,13 @@ pub struct Searched {
 
 impl Searched {
     /// Where a like run's search starts ([`told_near`]).
+    /// FPGA-static's is the boards its run used, not its pool: a pool of the peak interval's need
+    /// can hold more than the bursts take (a 1 s interval's peak), and a hint that high would make
+    /// the next search run every candidate it gallops down through to the end.
     pub fn hint(&self, platform: &Platform, plan: &Plan, oracle: &Oracle) -> Hint {
-        let fpgas = plan.scheduler.headroom_fpgas(&oracle.demand.clone().unwrap_or_default(), self.headroom);
+        let pool = plan.scheduler.headroom_fpgas(&oracle.demand.clone().unwrap_or_default(), self.headroom);
+        let fpgas =
+            if plan.scheduler.holds_a_static_pool() { boards_used(&self.outcome).min(pool) } else { pool };
         Hint { headroom: self.headroom, capacity: capacity(platform, fpgas) }
     }
 }
@@ -177,6 +182,21 @@ pub fn search_headroom<I: Iterator<Item = Request>>(
     requests: impl Fn() -> I,
     horizon: Time,
 ) -> Searched {
+    if plan.scheduler.holds_a_static_pool() {
+        return search_static_pool(platform, plan, oracle, requests, horizon);
+    }
+    search_by_doubling(platform, plan, oracle, requests, horizon)
+}
+
+/// [`search_headroom`] by doubling from zero, then bisection: FPGA-dynamic's (whose run says
+/// nothing of a smaller multiple), and the reference FPGA-static's route is tested against.
+pub fn search_by_doubling<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: &Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+) -> Searched {
     let engine = |k: u32| Engine::new(*platform, plan, &oracle.with_headroom(k));
     // A full outcome if headroom `k` meets every deadline, None at its first miss.
     let meets = |k: u32| without_misses(engine(k), requests(), horizon);
@@ -200,6 +220,49 @@ pub fn search_headroom<I: Iterator<Item = Request>>(
         best = bisect(lo, best, meets);
     }
     Searched { headroom: best.0, outcome: best.1 }
+}
+
+/// FPGA boards that served at least one request in `outcome`'s run.
+fn boards_used(outcome: &Outcome) -> u32 {
+    let used = outcome.pool.slots().iter().filter(|w| w.kind == Kind::Fpga && w.served > 0).count();
+    u32::try_from(used).unwrap_or(u32::MAX)
+}
+
+/// [`search_headroom`] for a pool held from the start (FPGA-static), in about two full runs where
+/// doubling and bisection take four or more. Headrooms 0 and 1 are tried first (a miss stops its
+/// run early); if both miss, one run at the largest headroom counts the boards that
+/// ever served, and the search starts at a pool of that many ([`search_headroom_near`]). A pool that
+/// large makes the same choices: efficient-first takes a board that never served (all idle since the
+/// start, so the least recently busy) only when no board that served can meet the deadline, so a
+/// smaller pool misses where the larger one reached for its next unused board. Where that argument
+/// does not hold (boards spun up on the dispatch path for long deadlines), the start is only a hint
+/// and the search from it still settles on the least headroom.
+fn search_static_pool<I: Iterator<Item = Request>>(
+    platform: &Platform,
+    plan: &Plan,
+    oracle: &Oracle,
+    requests: impl Fn() -> I,
+    horizon: Time,
+) -> Searched {
+    let max = plan.max_headroom;
+    // A headroom of 0 or 1 is common (a 1 s interval's peak covers its bursts) and settles in one
+    // full run, where the route below takes two.
+    for k in 0..2.min(max) {
+        if let Some(outcome) =
+            without_misses(Engine::new(*platform, plan, &oracle.with_headroom(k)), requests(), horizon)
+        {
+            return Searched { headroom: k, outcome };
+        }
+    }
+    let largest =
+        replay(Engine::new(*platform, plan, &oracle.with_headroom(max)), requests(), horizon, &mut ());
+    if largest.tally.misses > 0 {
+        // Nothing meets every deadline: the largest, with its misses.
+        return Searched { headroom: max, outcome: largest };
+    }
+    let demand = oracle.demand.clone().unwrap_or_default();
+    let start = plan.scheduler.headroom_near(&demand, 0, boards_used(&largest));
+    search_headroom_near(platform, plan, oracle, requests, horizon, start.min(max))
 }
 
 /// The least headroom above `lo` (which misses) up to `hi.0` (which meets, with its run) that meets

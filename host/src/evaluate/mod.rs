@@ -162,6 +162,45 @@ mod tests {
     use crate::policy::Scheduler;
     use crate::trace::Synthetic;
 
+    /// FPGA-static's search (headrooms 0 and 1, then the boards a run at the largest headroom used)
+    /// settles on the headroom and the run that doubling and bisection find: short and long requests,
+    /// one and four compute units per board, headrooms from 0 to past 1.
+    #[test]
+    fn a_static_pool_searched_from_the_boards_used_is_the_one_doubling_finds() {
+        use crate::engine::{search_by_doubling, search_headroom};
+        use crate::trace::SizeSpec;
+        let cases = [
+            (1, 0.7, 10.0, SizeSpec::Short, 1),
+            (4, 0.75, 10.0, SizeSpec::Short, 1),
+            (5, 0.75, 1.0, SizeSpec::Short, 1),
+            (2, 0.6, 60.0, SizeSpec::Long, 1),
+            (3, 0.7, 10.0, SizeSpec::Short, 4),
+        ];
+        let mut largest = 0;
+        for (seed, burstiness, spin_up, size, cus) in cases {
+            let trace =
+                Synthetic { burstiness, size, duration: from_secs(900.0), ..Synthetic::paper_default(seed) }
+                    .generate()
+                    .expect("trace");
+            let mut platform = Platform::default();
+            platform.fpga.spin_up = from_secs(spin_up);
+            platform.fpga.compute_units = cus;
+            let plan = Plan::new(Scheduler::FpgaStatic);
+            let recorded = Recorded::of(&trace);
+            let oracle = oracle(&platform, &recorded, &plan);
+            let (requests, horizon) = (|| recorded.requests(), recorded.horizon());
+            let ours = search_headroom(&platform, &plan, &oracle, requests, horizon);
+            let doubling = search_by_doubling(&platform, &plan, &oracle, requests, horizon);
+            let case = format!("seed {seed}, burstiness {burstiness}, spin-up {spin_up} s, {cus} CUs");
+            assert_eq!(ours.headroom, doubling.headroom, "{case}");
+            let (a, b) =
+                (report(&platform, &plan, &ours.outcome), report(&platform, &plan, &doubling.outcome));
+            assert_eq!(a, b, "{case}");
+            largest = largest.max(ours.headroom);
+        }
+        assert!(largest >= 2, "no case took the route past headrooms 0 and 1 (largest {largest})");
+    }
+
     /// A headroom search started from any hint (none, too low, right, too high, past the maximum)
     /// settles on the headroom, and the run, of the search from zero; so does a recorded trace.
     #[test]

@@ -100,6 +100,12 @@ impl Scheduler {
         matches!(self, Scheduler::FpgaDynamic | Scheduler::FpgaDynamicNow | Scheduler::FpgaStatic)
     }
 
+    /// Whether its headroom sizes a pool held from the start (FPGA-static): a larger pool's run then
+    /// shows the least one, as the boards it ever used ([`crate::engine::search_headroom`]).
+    pub fn holds_a_static_pool(&self) -> bool {
+        matches!(self, Scheduler::FpgaStatic)
+    }
+
     /// The FPGAs `headroom` comes to on `demand`: FPGA-static's pool (the busiest interval's need
     /// plus the headroom), FPGA-dynamic's FPGAs above the last interval's need (the headroom times
     /// the largest step).
