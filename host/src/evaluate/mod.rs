@@ -107,16 +107,47 @@ pub fn evaluate_near<W: Workload>(
     plan: &Plan,
     hint: Option<Hint>,
 ) -> (Report, Option<Hint>) {
+    let (run, hint) = run_near(platform, workload, plan, hint);
+    (run.report(platform, plan), hint)
+}
+
+/// A run's outcome and the headroom it ran with (if searched), before a report is derived: runs
+/// that share an outcome ([`crate::policy::Scheduler::outcome_platform`]) report it on their own
+/// platforms.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// What the run counted.
+    pub outcome: Outcome,
+    /// The headroom searched, if any.
+    pub headroom: Option<u32>,
+}
+
+impl Run {
+    /// Its report as a run of `plan` on `platform`.
+    pub fn report(&self, platform: &Platform, plan: &Plan) -> Report {
+        let mut report = report(platform, plan, &self.outcome);
+        report.headroom = self.headroom;
+        report
+    }
+}
+
+/// [`evaluate_near`]'s run, before its report.
+pub fn run_near<W: Workload>(
+    platform: &Platform,
+    workload: &W,
+    plan: &Plan,
+    hint: Option<Hint>,
+) -> (Run, Option<Hint>) {
     let oracle = oracle(platform, workload, plan);
     match told_near(platform, plan, oracle, || workload.requests(), workload.horizon(), hint) {
         (oracle, None) => {
             let engine = Engine::new(*platform, plan, &oracle);
-            (report(platform, plan, &replay(engine, workload.requests(), workload.horizon(), &mut ())), None)
+            let outcome = replay(engine, workload.requests(), workload.horizon(), &mut ());
+            (Run { outcome, headroom: None }, None)
         }
         (oracle, Some(found)) => {
-            let mut report = report(platform, plan, &found.outcome);
-            report.headroom = Some(found.headroom);
-            (report, Some(found.hint(platform, plan, &oracle)))
+            let hint = found.hint(platform, plan, &oracle);
+            (Run { outcome: found.outcome, headroom: Some(found.headroom) }, Some(hint))
         }
     }
 }

@@ -6,7 +6,7 @@ use super::allocator::{
 use super::dispatch::{DispatcherKind, Fleet};
 use super::fleet::Surplus;
 use super::objective::Objective;
-use crate::model::Platform;
+use crate::model::{Platform, platform::KeepIdle};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -60,6 +60,17 @@ impl Scheduler {
             Scheduler::FpgaStatic | Scheduler::FpgaDynamic | Scheduler::FpgaDynamicNow => Fleet::FPGA_ONLY,
             _ => Fleet::HYBRID,
         }
+    }
+
+    /// What of `platform` its runs depend on: with no FPGAs in its fleet, not the FPGA figures (the
+    /// interval they set only ticks an allocator that plans none), unless idle CPUs are kept one
+    /// interval. Runs that differ in nothing else have one outcome, each reported on its platform.
+    pub fn outcome_platform(&self, platform: &Platform) -> Platform {
+        let mut p = *platform;
+        if !self.fleet().fpga && p.keep_idle == KeepIdle::SpinUp {
+            p.fpga = Platform::default().fpga;
+        }
+        p
     }
 
     /// The dispatcher the paper pairs it with.

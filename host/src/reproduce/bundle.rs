@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Jobs with identical work (listed by more than one experiment): run once, a row for each.
+/// Jobs with one outcome (identical work listed by more than one experiment, or a CPU-only pool at
+/// several FPGA figures: [`Work::outcome_key`]): run once, a row for each.
 struct Same<'a> {
     jobs: Vec<&'a Job>,
 }
@@ -67,7 +68,7 @@ pub fn bundles<'a>(jobs: &[&'a Job], cost: impl Fn(&Job) -> u64) -> Vec<Bundle<'
             works.push(HashMap::new());
             out.len() - 1
         });
-        let work = format!("{:?}", j.work);
+        let work = j.work.outcome_key();
         if let Some(&(c, i)) = works[b].get(&work) {
             out[b].chains[c][i].jobs.push(j);
             continue;
@@ -206,15 +207,22 @@ fn run_chain<'a>(
     let mut done = Vec::new();
     for same in chain {
         let started = Instant::now();
-        let result = same.jobs[0].run_on(recorded, &mut hint);
+        let first = same.jobs[0];
+        let result = first.run_on(recorded, &mut hint);
         let secs = started.elapsed().as_secs_f64();
         for (i, &j) in same.jobs.iter().enumerate() {
-            let r = result.as_ref().map(|row| Row {
-                experiment: j.folder.to_string(),
-                params: j.params.clone(),
-                trace: j.trace,
-                series: j.series.clone(),
-                metrics: row.metrics.clone(),
+            let r = result.as_ref().map(|(row, run)| match run {
+                // The same outcome on another platform: its own report of the run.
+                Some(run) if i > 0 && format!("{:?}", j.work) != format!("{:?}", first.work) => {
+                    j.row_of(run).unwrap_or_else(|| row.clone())
+                }
+                _ => Row {
+                    experiment: j.folder.to_string(),
+                    params: j.params.clone(),
+                    trace: j.trace,
+                    series: j.series.clone(),
+                    metrics: row.metrics.clone(),
+                },
             });
             let d = (j, r.map_err(Clone::clone), if i == 0 { secs } else { 0.0 });
             each(&d);
@@ -233,8 +241,9 @@ mod tests {
     use crate::reproduce::metric::Metric;
     use crate::trace::SizeSpec;
 
-    /// Two traces; on each, SporkE and FPGA-static at two spin-ups, and SporkE listed again by a
-    /// second folder (the same run).
+    /// Two traces; on each, SporkE, FPGA-static and CPU-dynamic at two spin-ups, SporkE listed again
+    /// by a second folder (the same run), and CPU-dynamic beside 25 W boards (CPU-dynamic's runs are
+    /// one outcome, reported on three platforms).
     fn jobs() -> Vec<Job> {
         let scale = Scale { duration: from_secs(600.0), ..Scale::quick() };
         let mut jobs = Vec::new();
@@ -242,7 +251,7 @@ mod tests {
             for spin in [1.0, 10.0] {
                 let mut platform = Platform::default();
                 platform.fpga.spin_up = from_secs(spin);
-                for s in [Scheduler::Spork(Objective::ENERGY), Scheduler::FpgaStatic] {
+                for s in [Scheduler::Spork(Objective::ENERGY), Scheduler::FpgaStatic, Scheduler::CpuDynamic] {
                     let source = synthetic(&scale, 0.7, SizeSpec::Short, trace);
                     jobs.push(sim("a", &[("spin", spin)], trace, platform, source, s, None));
                 }
@@ -253,6 +262,10 @@ mod tests {
             let again =
                 sim("b", &[("x", 1.0)], trace, platform, source, Scheduler::Spork(Objective::ENERGY), None);
             jobs.push(again);
+            // CPU-dynamic beside boards of another power: the same outcome, reported on this platform.
+            platform.fpga.busy_power_w = 25.0;
+            let source = synthetic(&scale, 0.7, SizeSpec::Short, trace);
+            jobs.push(sim("c", &[("w", 25.0)], trace, platform, source, Scheduler::CpuDynamic, None));
         }
         jobs
     }
@@ -264,11 +277,12 @@ mod tests {
         let b = bundles(&refs, |_| 1);
         assert_eq!(b.len(), 2, "one bundle per trace");
         for bundle in &b {
-            // SporkE at 1 s, SporkE at 10 s (with folder b's copy), and one chain of FPGA-static.
+            // SporkE at 1 s, one chain of FPGA-static, CPU-dynamic once for its three platforms,
+            // and SporkE at 10 s (with folder b's copy).
             let shapes: Vec<Vec<usize>> =
                 bundle.chains.iter().map(|c| c.iter().map(|s| s.jobs.len()).collect()).collect();
-            assert_eq!(shapes, [vec![1], vec![1, 1], vec![2]]);
-            assert_eq!(bundle.cost, 4, "a copy costs nothing");
+            assert_eq!(shapes, [vec![1], vec![1, 1], vec![3], vec![2]]);
+            assert_eq!(bundle.cost, 5, "a copy costs nothing");
         }
     }
 

@@ -5,7 +5,7 @@ use super::metric::Metric;
 use super::store::{Row, run_key};
 use crate::engine::Hint;
 use crate::evaluate::brownout;
-use crate::evaluate::{Plan, Recorded, Report, evaluate_near, evaluate_shared};
+use crate::evaluate::{Plan, Recorded, Report, Run, evaluate_shared, run_near};
 use crate::model::{PerKind, Platform, Time, time::from_secs};
 use crate::optimal::{MilpSpec, solve};
 use crate::policy::arbitrate::Sharing;
@@ -144,6 +144,31 @@ pub enum Work {
 }
 
 impl Work {
+    /// A simulation's plan; `None` for other work.
+    fn plan(&self) -> Option<Plan> {
+        let Work::Sim { scheduler, dispatcher, sizes, release, fpga_boards, batching, .. } = self else {
+            return None;
+        };
+        Some(Plan {
+            batching: *batching,
+            dispatcher: *dispatcher,
+            sizes: *sizes,
+            release: *release,
+            caps: Caps(PerKind::new(None, *fpga_boards)),
+            ..Plan::new(*scheduler)
+        })
+    }
+
+    /// What identifies its outcome: the work, a simulation's platform reduced to what its scheduler
+    /// depends on ([`Scheduler::outcome_platform`]). Works with one key run once.
+    pub fn outcome_key(&self) -> String {
+        let mut w = self.clone();
+        if let Work::Sim { platform, scheduler, .. } = &mut w {
+            *platform = scheduler.outcome_platform(platform);
+        }
+        format!("{w:?}")
+    }
+
     /// The metrics its row can hold (a simulation leaves out the ones it has no value for).
     pub fn metrics(&self) -> &'static [Metric] {
         match self {
@@ -186,35 +211,33 @@ impl Job {
 
     /// Runs it.
     pub fn run(&self) -> Result<Row, String> {
-        self.run_on(None, &mut None)
+        self.run_on(None, &mut None).map(|(row, _)| row)
     }
 
     /// Runs it on `recorded`, its synthetic trace's requests drawn already (by the sweep, once for
     /// every run of that trace), its headroom search started near `hint` if it searches one (a like
-    /// run's; [`evaluate_near`]), which it sets to its own. The row is the same
-    /// as [`Self::run`]'s.
-    pub fn run_on(&self, recorded: Option<&Recorded>, hint: &mut Option<Hint>) -> Result<Row, String> {
+    /// run's; [`run_near`]), which it sets to its own. The row is the same as [`Self::run`]'s; a
+    /// simulation's run comes back too, for jobs that share its outcome ([`Self::row_of`]).
+    pub fn run_on(
+        &self,
+        recorded: Option<&Recorded>,
+        hint: &mut Option<Hint>,
+    ) -> Result<(Row, Option<Run>), String> {
         let metrics = match &self.work {
-            Work::Sim { platform, trace, scheduler, dispatcher, sizes, release, fpga_boards, batching } => {
-                let plan = Plan {
-                    batching: *batching,
-                    dispatcher: *dispatcher,
-                    sizes: *sizes,
-                    release: *release,
-                    caps: Caps(PerKind::new(None, *fpga_boards)),
-                    ..Plan::new(*scheduler)
-                };
+            Work::Sim { platform, trace, .. } => {
+                let plan = self.work.plan().ok_or("not a simulation")?;
                 let near = *hint;
-                let (report, found) = match (trace, recorded) {
-                    (TraceSource::Synthetic(_), Some(r)) => evaluate_near(platform, r, &plan, near),
+                let (run, found) = match (trace, recorded) {
+                    (TraceSource::Synthetic(_), Some(r)) => run_near(platform, r, &plan, near),
                     (TraceSource::Synthetic(s), None) => {
                         let t = s.generate().map_err(|e| e.to_string())?;
-                        evaluate_near(platform, &t, &plan, near)
+                        run_near(platform, &t, &plan, near)
                     }
-                    (TraceSource::Production(t), _) => evaluate_near(platform, t.as_ref(), &plan, near),
+                    (TraceSource::Production(t), _) => run_near(platform, t.as_ref(), &plan, near),
                 };
                 *hint = found.or(near);
-                sim_metrics(&report)
+                let row = self.row(sim_metrics(&run.report(platform, &plan)));
+                return Ok((row, Some(run)));
             }
             Work::Shared { platform, apps, scheduler, boards, sharing } => {
                 let traces = apps
@@ -236,13 +259,24 @@ impl Job {
                 brownout_metrics(&brownout::run(scenario, *controller, *seed))
             }
         };
-        Ok(Row {
+        Ok((self.row(metrics), None))
+    }
+
+    /// Its row from `run`, a simulation of the same outcome ([`Work::outcome_key`]) on another
+    /// platform; `None` if it is not a simulation.
+    pub fn row_of(&self, run: &Run) -> Option<Row> {
+        let Work::Sim { platform, .. } = &self.work else { return None };
+        Some(self.row(sim_metrics(&run.report(platform, &self.work.plan()?))))
+    }
+
+    fn row(&self, metrics: BTreeMap<String, f64>) -> Row {
+        Row {
             experiment: self.folder.to_string(),
             params: self.params.clone(),
             trace: self.trace,
             series: self.series.clone(),
             metrics,
-        })
+        }
     }
 }
 
