@@ -170,10 +170,11 @@ pub fn told_near<I: Iterator<Item = Request>>(
     (oracle.with_headroom(found.headroom), Some(found))
 }
 
-/// Finds the least headroom (up to `plan.max_headroom`) with no deadline misses, by doubling then
-/// bisection; if none meets every deadline, the largest is returned with its misses. Candidates that
-/// miss stop at their first miss, so the search costs about one full run per candidate that meets
-/// every deadline. Both drivers call this: the evaluator to report the run, the live runtime to
+/// Finds the least headroom (up to `plan.max_headroom`) with no deadline misses: FPGA-static's from
+/// the boards a large pool used (`search_static_pool`), FPGA-dynamic's by doubling then bisection
+/// ([`search_by_doubling`]); if none meets every deadline, the largest is returned with its misses.
+/// Candidates that miss stop at their first miss, so a search costs about one full run per candidate
+/// that meets every deadline. Both drivers call this: the evaluator to report the run, the live runtime to
 /// give its FPGA-static or FPGA-dynamic the same headroom.
 pub fn search_headroom<I: Iterator<Item = Request>>(
     platform: &Platform,
