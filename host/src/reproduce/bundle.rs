@@ -211,18 +211,19 @@ fn run_chain<'a>(
         let result = first.run_on(recorded, &mut hint);
         let secs = started.elapsed().as_secs_f64();
         for (i, &j) in same.jobs.iter().enumerate() {
-            let r = result.as_ref().map(|(row, run)| match run {
+            let r = result.as_ref().map(|(row, run)| {
                 // The same outcome on another platform: its own report of the run.
-                Some(run) if i > 0 && format!("{:?}", j.work) != format!("{:?}", first.work) => {
-                    j.row_of(run).unwrap_or_else(|| row.clone())
-                }
-                _ => Row {
+                let own =
+                    run.as_ref().filter(|_| i > 0 && format!("{:?}", j.work) != format!("{:?}", first.work));
+                let metrics =
+                    own.and_then(|run| j.row_of(run)).map_or_else(|| row.metrics.clone(), |r| r.metrics);
+                Row {
                     experiment: j.folder.to_string(),
                     params: j.params.clone(),
                     trace: j.trace,
                     series: j.series.clone(),
-                    metrics: row.metrics.clone(),
-                },
+                    metrics,
+                }
             });
             let d = (j, r.map_err(Clone::clone), if i == 0 { secs } else { 0.0 });
             each(&d);
