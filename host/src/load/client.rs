@@ -8,12 +8,18 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::body::{WireTensor, http_body};
 use crate::oip::HEADER_LENGTH;
 use crate::oip::proto;
 use crate::oip::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+
+/// How long a pooled connection may sit idle before the client drops it: under the 10 s after
+/// which `spork serve` closes an idle connection. A connection the server is closing just as a
+/// burst takes it from the pool would fail that request in transit (hyper's "SendRequest"), a
+/// client-made error that is not the server's.
+const POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// HTTP or gRPC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -73,8 +79,11 @@ impl Client {
         let auth = token.map(|t| format!("Bearer {t}"));
         Ok(match protocol {
             Protocol::Http => {
-                let client =
-                    HyperClient::builder(TokioExecutor::new()).pool_max_idle_per_host(1024).build_http();
+                let client = HyperClient::builder(TokioExecutor::new())
+                    .pool_max_idle_per_host(1024)
+                    .pool_idle_timeout(POOL_IDLE)
+                    .pool_timer(TokioTimer::new())
+                    .build_http();
                 Client::Http { client, url: format!("http://{target}/v2/models/{model}/infer"), auth }
             }
             Protocol::Grpc => {
