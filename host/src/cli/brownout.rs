@@ -145,6 +145,7 @@ fn table(rows: &[Summary]) -> Table {
     t.set_header([
         "controller",
         "IAE (s)",
+        "IAE over (s)",
         "periods over",
         "requests over",
         "optional ratio",
@@ -156,6 +157,7 @@ fn table(rows: &[Summary]) -> Table {
         let cells = [
             r.controller.name().to_string(),
             format!("{:.1}", r.iae),
+            format!("{:.1}", r.iae_over),
             format!("{:.1}%", r.periods_over * 100.0),
             format!("{:.2}%", r.requests_over * 100.0),
             format!("{:.1}%", r.optional_ratio * 100.0),

@@ -82,6 +82,9 @@ pub struct Outcome {
     pub answered: u64,
     /// Σ over periods with optional completions of |p95 of optional-served − set-point| (s).
     pub iae: f64,
+    /// The same sum over the periods above the set-point only: how far the p95 went over the bound
+    /// (a p95 under the set-point, which costs optional content, is not counted).
+    pub iae_over: f64,
     /// Share of those periods whose p95 exceeded the set-point.
     pub periods_over: f64,
     /// Share of requests answered after the set-point.
@@ -122,6 +125,7 @@ struct Meter {
     queue_integral: f64,
     recent_queue: VecDeque<f64>,
     iae: f64,
+    iae_over: f64,
     periods_with: u64,
     periods_over: u64,
     samples: Vec<Sample>,
@@ -290,6 +294,7 @@ impl<'a> Sim<'a> {
         // Metrics cover the scenario's periods, not the drain after its last arrival.
         if let Some(y) = p_opt.filter(|_| self.now <= self.scenario.duration_s + 1e-9) {
             m.iae += (y - setpoint).abs();
+            m.iae_over += (y - setpoint).max(0.0);
             m.periods_with += 1;
             m.periods_over += u64::from(y > setpoint);
         }
@@ -317,6 +322,7 @@ impl<'a> Sim<'a> {
             requests: m.requests,
             answered: m.answered,
             iae: m.iae,
+            iae_over: m.iae_over,
             periods_over: share(m.periods_over, m.periods_with),
             requests_over: share(m.over, m.answered),
             optional_ratio: share(m.optional_served, m.requests),

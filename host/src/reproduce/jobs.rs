@@ -346,6 +346,7 @@ fn milp_metrics(s: &crate::optimal::MilpSolution) -> BTreeMap<String, f64> {
 fn brownout_metrics(o: &brownout::Outcome) -> BTreeMap<String, f64> {
     named([
         (Metric::Iae, o.iae),
+        (Metric::IaeOver, o.iae_over),
         (Metric::PeriodsOver, o.periods_over),
         (Metric::RequestsOver, o.requests_over),
         (Metric::OptionalRatio, o.optional_ratio),

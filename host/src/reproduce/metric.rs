@@ -47,6 +47,8 @@ pub enum Metric {
     SolveS,
     /// Brownout: Σ over control periods of |p95 of optional-served responses − set-point|, seconds.
     Iae,
+    /// Brownout: the same sum over the periods whose p95 exceeded the set-point, by how much it did.
+    IaeOver,
     /// Brownout: share of control periods whose p95 exceeded the set-point.
     PeriodsOver,
     /// Brownout: share of requests answered after the set-point.
@@ -96,8 +98,9 @@ impl Metric {
     ];
 
     /// What a brownout run records.
-    pub const BROWNOUT: [Metric; 7] = [
+    pub const BROWNOUT: [Metric; 8] = [
         Metric::Iae,
+        Metric::IaeOver,
         Metric::PeriodsOver,
         Metric::RequestsOver,
         Metric::OptionalRatio,
@@ -131,6 +134,7 @@ impl Metric {
             Metric::Optimal => "optimal",
             Metric::SolveS => "solve_s",
             Metric::Iae => "iae",
+            Metric::IaeOver => "iae_over",
             Metric::PeriodsOver => "periods_over",
             Metric::RequestsOver => "requests_over",
             Metric::OptionalRatio => "optional_ratio",

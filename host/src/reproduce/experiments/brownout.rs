@@ -18,7 +18,7 @@ use crate::reproduce::claims::{At, Check, Claim, pick, ratio};
 use crate::reproduce::experiment::{Experiment, Inputs, Tables};
 use crate::reproduce::jobs::{Job, Work, params};
 use crate::reproduce::metric::Metric::{
-    self, Iae, MaxS, OptionalRatio, P95S, P99S, PeriodsOver, RequestsOver,
+    self, Iae, IaeOver, MaxS, OptionalRatio, P95S, P99S, PeriodsOver, RequestsOver,
 };
 use crate::reproduce::plot::Chart;
 
@@ -30,6 +30,10 @@ const SETPOINTS: [f64; 3] = [0.5, 1.0, 2.0];
 
 /// The papers' set-point.
 const PAPERS: At = &[("setpoint_s", 1.0)];
+
+/// The ICCAC'15 paper's headline number, as our claim states it.
+pub(crate) const FOLD: &str = "event-driven brownout holds the p95 closer to the set-point than the \
+    competing approach (the paper: 11-fold, RUBiS): IAE of the dimmer over the event-based tuner's";
 
 /// Why our fold differs from the ICCAC'15 paper's.
 const CAUSE: &str = "the paper measured RUBiS on real servers at high utilisation against its competing \
@@ -75,13 +79,7 @@ impl Experiment for Brownout {
     }
 
     fn claims(&self) -> Vec<Claim> {
-        vec![Claim::new(
-            "event-driven brownout holds the p95 closer to the set-point than the competing approach \
-             (the paper: 11-fold, RUBiS): IAE of the dimmer over the event-based tuner's",
-            11.0,
-            ratio(pick("dimmer", PAPERS, Iae), pick("event", PAPERS, Iae)),
-            CAUSE,
-        )]
+        vec![Claim::new(FOLD, 11.0, ratio(pick("dimmer", PAPERS, Iae), pick("event", PAPERS, Iae)), CAUSE)]
     }
 
     fn checks(&self, t: &Table) -> Vec<Check> {
@@ -118,15 +116,16 @@ impl Experiment for Brownout {
     fn notes(&self, tables: &Tables) -> String {
         let Some(t) = tables.get("brownout") else { return String::new() };
         let mut rows = String::from(
-            "\n| controller | IAE (s) | periods over | requests over | optional ratio | p95 s | p99 s \
-             | max s |\n|---|---|---|---|---|---|---|---|\n",
+            "\n| controller | IAE (s) | IAE over (s) | periods over | requests over | optional ratio | p95 s \
+             | p99 s | max s |\n|---|---|---|---|---|---|---|---|---|\n",
         );
         for k in ControllerKind::ALL {
             let g = |m: Metric| t.get(k.name(), PAPERS, m.key()).unwrap_or(f64::NAN);
             rows += &format!(
-                "| {} | {:.1} | {:.1}% | {:.2}% | {:.1}% | {:.2} | {:.2} | {:.2} |\n",
+                "| {} | {:.1} | {:.1} | {:.1}% | {:.2}% | {:.1}% | {:.2} | {:.2} | {:.2} |\n",
                 k.name(),
                 g(Iae),
+                g(IaeOver),
                 100.0 * g(PeriodsOver),
                 100.0 * g(RequestsOver),
                 100.0 * g(OptionalRatio),

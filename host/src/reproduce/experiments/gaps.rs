@@ -7,8 +7,11 @@
 //! checks assert that each cause that explains a number moves it the way the explanation says, so
 //! CI's quick reproduction keeps them true.
 
+use super::brownout::FOLD;
+use crate::evaluate::brownout::Scenario;
 use crate::model::platform::KeepIdle;
-use crate::model::{Platform, time::from_secs};
+use crate::model::{Platform, time::from_secs, time::to_secs};
+use crate::policy::brownout::ControllerKind;
 use crate::policy::release::ReleaseTiming;
 use crate::policy::{DispatcherKind, Objective, Scheduler};
 use crate::reproduce::aggregate::Table;
@@ -16,7 +19,9 @@ use crate::reproduce::charts::{EE, chart, lines};
 use crate::reproduce::claims::{At, Check, Claim, Measure, pick, ratio, value};
 use crate::reproduce::experiment::{Experiment, Inputs};
 use crate::reproduce::jobs::{Job, Scale, Work, params, sim, synthetic};
-use crate::reproduce::metric::Metric::{self, EnergyEfficiency, FpgaSeconds, IdleShare, RelativeCost};
+use crate::reproduce::metric::Metric::{
+    self, CpuShare, EnergyEfficiency, FpgaSeconds, Iae, IaeOver, IdleShare, RelativeCost,
+};
 use crate::reproduce::plot::Chart;
 use crate::trace::SizeSpec;
 use std::borrow::Cow;
@@ -35,6 +40,8 @@ const NUMBERING: f64 = 2.0;
 const LOAD: f64 = 3.0;
 const ALLOCATED: f64 = 4.0;
 const CURRENT: f64 = 5.0;
+const RELEASE: f64 = 6.0;
+const BROWNOUT: f64 = 7.0;
 
 const IDLE_100: At = &[("cause", IDLE), ("fpga_busy_w", 100.0)];
 const IDLE_25: At = &[("cause", IDLE), ("fpga_busy_w", 25.0)];
@@ -46,6 +53,13 @@ const IP_AT: [At; 3] = [
 const RR_AT: [At; 2] = [&[("cause", LOAD), ("size", 1.0)], &[("cause", LOAD), ("size", 2.0)]];
 const FIG5_AT: At = &[("burstiness", 0.75), ("cause", CURRENT), ("fpga_spin_up_s", 10.0)];
 const FIG4_AT: At = &[("burstiness", 0.75), ("cause", ALLOCATED)];
+/// Figures 4 and 5 share this point (60 s spin-up, burstiness 0.75), under our release timing
+/// (`planned` 0) and the paper's (1).
+const RELEASE_AT: [At; 2] = [
+    &[("burstiness", 0.75), ("cause", RELEASE), ("fpga_spin_up_s", 60.0), ("planned", 0.0)],
+    &[("burstiness", 0.75), ("cause", RELEASE), ("fpga_spin_up_s", 60.0), ("planned", 1.0)],
+];
+const BROWNOUT_AT: At = &[("cause", BROWNOUT), ("setpoint_s", 1.0)];
 
 const IDLE_CAUSE: &str = "a reading of an ambiguous sentence. Section 5.1: \"All schedulers keep workers idle \
     for as long as the allocation duration before spinning them down\". We keep each worker idle for its own \
@@ -80,6 +94,28 @@ const ALLOCATED_CAUSE: &str = "a reading of an ambiguous sentence. Figure 4's pa
     largest) as FPGA-seconds allocated. Run: `spork simulate --scheduler spork-e-ideal,mark-ideal --burstiness \
     0.75 --fpga-spinup 60s --json` (`fpga.allocated_s`), 10 traces";
 
+const RELEASE_CAUSE: &str = "a reading of an ambiguous sentence. The paper plans n_{t+1} at the start of \
+    interval t \"to have the time to spin up any needed FPGAs\" (section 4.2), keeps idle workers \"for as long \
+    as the allocation duration\" (section 5.1) and deallocates them \"after keeping them idle for a fixed \
+    duration\" (section 4.1). Ours lets a surplus FPGA go mid-interval once it has idled its timeout, judged \
+    against the newest plan; the paper's reading (`--release-timing planned`, built, not our default) keeps \
+    n_t through interval t and starts a surplus FPGA's countdown only once the pool holds a surplus, so SporkE \
+    still holds the boards an under-predicted interval needs. This run is that reading at the point Figures 4 \
+    and 5 share (60 s spin-up, burstiness 0.75, where both numbers peak), SporkE and FPGA-dynamic (its least \
+    headroom searched again under it). The same reading takes Figure 5's FPGA-dynamic / SporkE cost at 100 s \
+    from 8.5x to 6.9x, out of 15% of the paper's 8.4x, which our timing matches: neither timing fits every \
+    number of Figure 5. Run: `spork simulate --scheduler spork-e,fpga-dynamic --burstiness 0.75 --fpga-spinup \
+    60s --release-timing planned`, 10 traces (`--seed 1..10`)";
+const BROWNOUT_CAUSE: &str = "a reading of an ambiguous sentence. The abstract's \"11-fold improvement in \
+    maintaining response-time close to a set-point\" names no measure. Brownout bounds response times (the \
+    BrownoutCC paper's title: \"Bounding the Response Times of Cloud Applications\"): a p95 under the set-point \
+    costs optional content, which is reported apart (the optional ratio), not lateness. This reads \"close\" as \
+    the p95's excess over the set-point, the IAE summed over the periods above it, on the brownout \
+    experiment's own runs (set-point 1 s). Other measures of the same runs give other folds: the two-sided \
+    IAE 8.0x (the brownout experiment's claim), and a squared error far more (51x over seed 1's periods, \
+    from `spork brownout --seeds 1 --out DIR`'s brownout_periods.csv). Run: `spork brownout --seeds 5` \
+    (the IAE over column, dimmer over event)";
+
 /// A cause's claim: the paper's number, ours from the cause's run, and the numbers it tests.
 const fn cause(
     percent: bool,
@@ -92,7 +128,7 @@ const fn cause(
     Claim { finding: Cow::Borrowed(finding), paper, ours, percent, cause: why, explains }
 }
 
-static CLAIMS: [Claim; 9] = [
+static CLAIMS: [Claim; 12] = [
     cause(
         true,
         "SporkE idle share of energy at 100 W, the paper's release timing, CPUs kept idle one interval",
@@ -172,6 +208,34 @@ static CLAIMS: [Claim; 9] = [
         ratio(pick("SporkE-ideal", FIG4_AT, FpgaSeconds), pick("MArk-ideal", FIG4_AT, FpgaSeconds)),
         ALLOCATED_CAUSE,
         &[("fig4", "SporkE-ideal / MArk-ideal FPGA spin-ups, up to")],
+    ),
+    cause(
+        true,
+        "SporkE share of requests on CPUs, burstiness 0.75, the paper's release timing",
+        0.22,
+        value(pick("SporkE", RELEASE_AT[1], CpuShare)),
+        RELEASE_CAUSE,
+        &[("fig4", "SporkE share of requests on CPUs, up to")],
+    ),
+    cause(
+        false,
+        "SporkE / FPGA-dynamic energy efficiency, 60 s spin-up, burstiness 0.75, the paper's release timing",
+        2.5,
+        ratio(
+            pick("SporkE", RELEASE_AT[1], EnergyEfficiency),
+            pick("FPGA-dynamic", RELEASE_AT[1], EnergyEfficiency),
+        ),
+        RELEASE_CAUSE,
+        &[("fig5", "SporkE / FPGA-dynamic energy efficiency, up to")],
+    ),
+    cause(
+        false,
+        "event-driven brownout against the dimmer, p95 over the set-point only: the dimmer's IAE over the \
+         set-point over the event-based tuner's",
+        11.0,
+        ratio(pick("dimmer", BROWNOUT_AT, IaeOver), pick("event", BROWNOUT_AT, IaeOver)),
+        BROWNOUT_CAUSE,
+        &[("brownout", FOLD)],
     ),
 ];
 
@@ -256,6 +320,47 @@ fn current_jobs(scale: &Scale) -> Vec<Job> {
     jobs
 }
 
+/// SporkE and FPGA-dynamic where Figures 4 and 5 meet (60 s spin-up, burstiness 0.75) under both
+/// release timings; those under ours are Figures 4's and 5's own runs (done once).
+fn release_jobs(scale: &Scale) -> Vec<Job> {
+    let mut platform = Platform::default();
+    platform.fpga.spin_up = from_secs(60.0);
+    let mut jobs = Vec::new();
+    for trace in 0..scale.traces {
+        for (at, timing) in RELEASE_AT.into_iter().zip([ReleaseTiming::Drained, ReleaseTiming::Planned]) {
+            for s in [SPORK_E, Scheduler::FpgaDynamic] {
+                let source = synthetic(scale, 0.75, SizeSpec::Short, trace);
+                let mut job = sim("gaps", at, trace, platform, source, s, None);
+                if let Work::Sim { release, .. } = &mut job.work {
+                    *release = timing;
+                }
+                jobs.push(job);
+            }
+        }
+    }
+    jobs
+}
+
+/// The dimmer and the event-based tuner on the brownout reference scenario at the papers' 1 s
+/// set-point: the brownout experiment's runs, read by another measure.
+fn brownout_jobs(scale: &Scale) -> Vec<Job> {
+    let duration_s = to_secs(scale.brownout_duration);
+    let scenario = Scenario { duration_s, setpoint_s: 1.0, ..Scenario::default() };
+    let mut jobs = Vec::new();
+    for trace in 0..scale.brownout_seeds {
+        for controller in [ControllerKind::Dimmer, ControllerKind::Event] {
+            jobs.push(Job {
+                folder: "gaps",
+                params: params(BROWNOUT_AT),
+                trace,
+                series: controller.name().to_string(),
+                work: Work::Brownout { scenario: scenario.clone(), controller, seed: u64::from(trace) + 1 },
+            });
+        }
+    }
+    jobs
+}
+
 impl Experiment for Gaps {
     fn id(&self) -> &'static str {
         "gaps"
@@ -275,6 +380,8 @@ impl Experiment for Gaps {
         jobs.extend(dispatch_jobs(scale));
         jobs.extend(allocated_jobs(scale));
         jobs.extend(current_jobs(scale));
+        jobs.extend(release_jobs(scale));
+        jobs.extend(brownout_jobs(scale));
         jobs
     }
 
@@ -319,6 +426,11 @@ impl Experiment for Gaps {
             )
         });
         let held = get("SporkE-ideal", FIG4_AT, FpgaSeconds) / get("MArk-ideal", FIG4_AT, FpgaSeconds);
+        let on_cpus = RELEASE_AT.map(|at| get("SporkE", at, CpuShare));
+        let efficiency = RELEASE_AT
+            .map(|at| get("SporkE", at, EnergyEfficiency) / get("FPGA-dynamic", at, EnergyEfficiency));
+        let fold = |m: Metric| get("dimmer", BROWNOUT_AT, m) / get("event", BROWNOUT_AT, m);
+        let folds = (fold(Iae), fold(IaeOver));
         vec![
             Check {
                 finding: "keeping CPUs idle one interval raises SporkE's idle share at 100 W and 25 W".into(),
@@ -334,6 +446,26 @@ impl Experiment for Gaps {
                 finding: "SporkE-ideal holds more FPGA-seconds than MArk-ideal at burstiness 0.75".into(),
                 holds: held > 1.0,
                 detail: format!("ratio {held:.3}"),
+            },
+            Check {
+                finding: "the paper's release timing sends fewer of SporkE's requests to CPUs (60 s, 0.75)"
+                    .into(),
+                holds: on_cpus[1] < on_cpus[0],
+                detail: format!("CPU share (ours, the paper's timing): {on_cpus:.4?}"),
+            },
+            Check {
+                finding:
+                    "the paper's release timing widens SporkE's efficiency lead on FPGA-dynamic (60 s, 0.75)"
+                        .into(),
+                holds: efficiency[1] > efficiency[0],
+                detail: format!("SporkE / FPGA-dynamic (ours, the paper's timing): {efficiency:.3?}"),
+            },
+            Check {
+                finding: "the dimmer's p95 errs more above the set-point than below it, against the event \
+                          tuner's: its fold is larger counted above the set-point only"
+                    .into(),
+                holds: folds.1 > folds.0,
+                detail: format!("dimmer / event IAE (both sides, above only): {folds:.2?}"),
             },
         ]
     }

@@ -43,6 +43,8 @@ pub struct Summary {
     pub runs: usize,
     /// Σ over periods of |p95 of optional-served responses − set-point| (s).
     pub iae: f64,
+    /// The same sum over the periods whose p95 exceeded the set-point, by how much (s).
+    pub iae_over: f64,
     /// Share of periods whose p95 exceeded the set-point.
     pub periods_over: f64,
     /// Share of requests answered after the set-point.
@@ -66,6 +68,7 @@ impl ControllerRuns {
             controller: self.kind,
             runs: os.len(),
             iae: mean(|o| o.iae),
+            iae_over: mean(|o| o.iae_over),
             periods_over: mean(|o| o.periods_over),
             requests_over: mean(|o| o.requests_over),
             optional_ratio: mean(|o| o.optional_ratio),
@@ -225,6 +228,7 @@ mod tests {
             controller: ControllerKind::CascadedFf,
             runs: 2,
             iae: 1.5,
+            iae_over: 0.5,
             periods_over: 0.25,
             requests_over: 0.0,
             optional_ratio: 1.0,
@@ -234,7 +238,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_string(&s).unwrap(),
-            "{\"controller\":\"cascaded-ff\",\"runs\":2,\"iae\":1.5,\"periods_over\":0.25,\
+            "{\"controller\":\"cascaded-ff\",\"runs\":2,\"iae\":1.5,\"iae_over\":0.5,\"periods_over\":0.25,\
              \"requests_over\":0.0,\"optional_ratio\":1.0,\"p95_s\":2.0,\"p99_s\":3.0,\"max_s\":4.0}"
         );
     }
