@@ -5,6 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// One loopback board at a time: its kernels are Verilated, and two runs on CI's 2 cores make each
+/// other's boards fall behind their bookings (the time-shared test once saw its second model never
+/// get the board while the other tests' boards ran beside it).
+static ONE_BOARD_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the board for a test; a test that failed holding it does not fail the others.
+fn one_board() -> std::sync::MutexGuard<'static, ()> {
+    ONE_BOARD_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn sysfs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/sysfs")
 }
@@ -106,6 +116,7 @@ fn preflight_refuses_before_any_xrt_call() {
 
 #[test]
 fn a_live_run_drives_the_loopback_board_through_the_real_binding() {
+    let _board = one_board();
     let tmp = tempfile::tempdir().expect("tmp");
     let a = xclbin(tmp.path(), "sobel-a.xclbin", "sobel", &"0123456789abcdef".repeat(2));
     let b = xclbin(tmp.path(), "sobel-b.xclbin", "sobel", &"fedcba9876543210".repeat(2));
@@ -153,6 +164,7 @@ fn an_xrt_error_names_the_call_and_the_requests_move_to_cpus() {
 /// through the real binding, and both models are served on it.
 #[test]
 fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
+    let _board = one_board();
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let tmp = tempfile::tempdir().expect("tmp");
@@ -265,6 +277,7 @@ fn built_library(dir: &Path) -> String {
 /// code by the run, so a framing error shows as a fault.
 #[test]
 fn repository_models_run_on_the_loopback_alveo_in_the_stream_convention() {
+    let _board = one_board();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let tmp = tempfile::tempdir().expect("tmp");
     let sys = sysfs();
