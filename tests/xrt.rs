@@ -164,9 +164,9 @@ fn an_xrt_error_names_the_call_and_the_requests_move_to_cpus() {
 /// through the real binding, and both models are served on it.
 #[test]
 fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
-    let _board = one_board();
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
+    let _board = one_board();
     let tmp = tempfile::tempdir().expect("tmp");
     // Each model's image is its own repository RTL (models/), as the loopback xclbin names it.
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");

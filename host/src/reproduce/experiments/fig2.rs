@@ -25,7 +25,8 @@ const OBJECTIVES: [(Objective, &str); 2] = [(Objective::ENERGY, "energy"), (Obje
 /// The relative MIP gap the reproduction's MILPs stop at: 0.1%, five times inside the checks'
 /// tolerance. At `spork optimal`'s 0.01% the hardest solves (burstiness 0.7, a low energy weight) ran
 /// to the time limit and stopped wherever the clock left them (about 0.08%, depending on the
-/// machine); at 0.1% every solve proves its gap, in a fifth of the time (120 s to 24 s on the worst).
+/// machine); at 0.1% every solve of the full run proved its gap inside the limit (the longest 94 s;
+/// the 120 s solves of seeds 6 and 7 took 24-42 s).
 pub(crate) const GAP: f64 = 1e-3;
 
 /// The MILP of `fleet` under `objective` at `scale`'s time limit.
