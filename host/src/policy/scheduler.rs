@@ -62,15 +62,37 @@ impl Scheduler {
         }
     }
 
-    /// What of `platform` its runs depend on: with no FPGAs in its fleet, not the FPGA figures (the
-    /// interval they set only ticks an allocator that plans none), unless idle CPUs are kept one
-    /// interval. Runs that differ in nothing else have one outcome, each reported on its platform.
-    pub fn outcome_platform(&self, platform: &Platform) -> Platform {
+    /// What of `platform` its runs under `dispatcher` depend on: with no FPGAs in its fleet, not the
+    /// FPGA figures (the interval they set only ticks an allocator that plans none), unless idle CPUs
+    /// are kept one interval; when neither its allocator nor the dispatcher weighs power or price
+    /// ([`Self::weighs_rates`]; the wait rule prices a spin-up), not the powers and prices, which
+    /// only its report reads. Runs that differ in nothing else have one outcome, each reported on its
+    /// platform.
+    pub fn outcome_platform(&self, platform: &Platform, dispatcher: DispatcherKind) -> Platform {
         let mut p = *platform;
+        let default = Platform::default();
         if !self.fleet().fpga && p.keep_idle == KeepIdle::SpinUp {
-            p.fpga = Platform::default().fpga;
+            p.fpga = default.fpga;
+        }
+        if !self.weighs_rates() && dispatcher != DispatcherKind::EfficientFirstWait {
+            for (spec, d) in [(&mut p.cpu, default.cpu), (&mut p.fpga, default.fpga)] {
+                (spec.busy_power_w, spec.idle_power_w) = (d.busy_power_w, d.idle_power_w);
+                spec.price_per_hour = d.price_per_hour;
+            }
         }
         p
+    }
+
+    /// Whether its allocator weighs powers or prices (Spork's objective, MArk-ideal's cost, the
+    /// ideal variants' breakeven): the baselines size their pools by load and deadlines alone.
+    pub fn weighs_rates(&self) -> bool {
+        !matches!(
+            self,
+            Scheduler::CpuDynamic
+                | Scheduler::FpgaStatic
+                | Scheduler::FpgaDynamic
+                | Scheduler::FpgaDynamicNow
+        )
     }
 
     /// The dispatcher the paper pairs it with.

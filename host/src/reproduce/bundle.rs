@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Jobs with one outcome (identical work listed by more than one experiment, or a CPU-only pool at
-/// several FPGA figures: [`Work::outcome_key`]): run once, a row for each.
+/// Jobs with one outcome (identical work listed by more than one experiment, a CPU-only pool at
+/// several FPGA figures, a baseline at several powers: [`Work::outcome_key`]): run once, a row for
+/// each.
 struct Same<'a> {
     jobs: Vec<&'a Job>,
 }
@@ -243,8 +244,10 @@ mod tests {
     use crate::trace::SizeSpec;
 
     /// Two traces; on each, SporkE, FPGA-static and CPU-dynamic at two spin-ups, SporkE listed again
-    /// by a second folder (the same run), and CPU-dynamic beside 25 W boards (CPU-dynamic's runs are
-    /// one outcome, reported on three platforms).
+    /// by a second folder (the same run), and CPU-dynamic, FPGA-static and SporkE beside 25 W boards:
+    /// CPU-dynamic's runs are one outcome, reported on three platforms; FPGA-static's at 10 s one,
+    /// reported on two (its pool is sized by load and deadlines); SporkE's another run (its allocator
+    /// weighs power).
     fn jobs() -> Vec<Job> {
         let scale = Scale { duration: from_secs(600.0), ..Scale::quick() };
         let mut jobs = Vec::new();
@@ -265,8 +268,10 @@ mod tests {
             jobs.push(again);
             // CPU-dynamic beside boards of another power: the same outcome, reported on this platform.
             platform.fpga.busy_power_w = 25.0;
-            let source = synthetic(&scale, 0.7, SizeSpec::Short, trace);
-            jobs.push(sim("c", &[("w", 25.0)], trace, platform, source, Scheduler::CpuDynamic, None));
+            for s in [Scheduler::CpuDynamic, Scheduler::FpgaStatic, Scheduler::Spork(Objective::ENERGY)] {
+                let source = synthetic(&scale, 0.7, SizeSpec::Short, trace);
+                jobs.push(sim("c", &[("w", 25.0)], trace, platform, source, s, None));
+            }
         }
         jobs
     }
@@ -278,12 +283,12 @@ mod tests {
         let b = bundles(&refs, |_| 1);
         assert_eq!(b.len(), 2, "one bundle per trace");
         for bundle in &b {
-            // SporkE at 1 s, one chain of FPGA-static, CPU-dynamic once for its three platforms,
-            // and SporkE at 10 s (with folder b's copy).
+            // SporkE at 1 s, one chain of FPGA-static (at 10 s for both powers), CPU-dynamic once for
+            // its three platforms, SporkE at 10 s (with folder b's copy), and SporkE at 25 W.
             let shapes: Vec<Vec<usize>> =
                 bundle.chains.iter().map(|c| c.iter().map(|s| s.jobs.len()).collect()).collect();
-            assert_eq!(shapes, [vec![1], vec![1, 1], vec![3], vec![2]]);
-            assert_eq!(bundle.cost, 5, "a copy costs nothing");
+            assert_eq!(shapes, [vec![1], vec![1, 2], vec![3], vec![2], vec![1]]);
+            assert_eq!(bundle.cost, 6, "a copy costs nothing");
         }
     }
 
@@ -303,6 +308,6 @@ mod tests {
             assert_eq!(row, &j.run().expect("runs alone"), "{} {}", j.folder, j.key());
             searched += usize::from(row.metrics.contains_key(Metric::Headroom.key()));
         }
-        assert_eq!(searched, 4, "FPGA-static searched its headroom on both traces at both spin-ups");
+        assert_eq!(searched, 6, "FPGA-static's headroom on both traces at both spin-ups, and at 25 W");
     }
 }

@@ -163,8 +163,9 @@ impl Work {
     /// depends on ([`Scheduler::outcome_platform`]). Works with one key run once.
     pub fn outcome_key(&self) -> String {
         let mut w = self.clone();
-        if let Work::Sim { platform, scheduler, .. } = &mut w {
-            *platform = scheduler.outcome_platform(platform);
+        if let Work::Sim { platform, scheduler, dispatcher, .. } = &mut w {
+            let dispatcher = dispatcher.unwrap_or_else(|| scheduler.default_dispatcher());
+            *platform = scheduler.outcome_platform(platform, dispatcher);
         }
         format!("{w:?}")
     }
