@@ -7,6 +7,7 @@
 mod blocks;
 
 use blocks::Blocks;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// Above this many keys the set is sorted blocks...
 const GROW: usize = 512;
@@ -15,17 +16,42 @@ const GROW: usize = 512;
 const SHRINK: usize = 256;
 
 /// An ordered set of `K`.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum OrderedSet<K: Ord + Copy> {
-    /// Sorted, no duplicates.
-    Small(Vec<K>),
+    /// Sorted, no duplicates; and where [`Self::last_at_most`] last found its key, so that the
+    /// re-key of the worker dispatch just picked starts from its place without searching for it.
+    Small(Vec<K>, Found),
     /// Past [`GROW`] keys.
     Large(Blocks<K>),
 }
 
+/// A position in a small set's vector, only ever a hint: checked against the key before it is used.
+/// Atomic (relaxed: a plain load and store on x86) so the set stays `Sync` though a query sets it.
+#[derive(Debug, Default)]
+pub struct Found(AtomicUsize);
+
+impl Found {
+    fn get(&self) -> usize {
+        self.0.load(Relaxed)
+    }
+
+    fn set(&self, i: usize) {
+        self.0.store(i, Relaxed);
+    }
+}
+
+impl<K: Ord + Copy> Clone for OrderedSet<K> {
+    fn clone(&self) -> Self {
+        match self {
+            OrderedSet::Small(v, f) => OrderedSet::Small(v.clone(), Found(AtomicUsize::new(f.get()))),
+            OrderedSet::Large(s) => OrderedSet::Large(s.clone()),
+        }
+    }
+}
+
 impl<K: Ord + Copy> Default for OrderedSet<K> {
     fn default() -> Self {
-        OrderedSet::Small(Vec::new())
+        OrderedSet::Small(Vec::new(), Found::default())
     }
 }
 
@@ -33,7 +59,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// How many keys it holds.
     pub fn len(&self) -> usize {
         match self {
-            OrderedSet::Small(v) => v.len(),
+            OrderedSet::Small(v, _) => v.len(),
             OrderedSet::Large(s) => s.len(),
         }
     }
@@ -46,7 +72,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Adds `k`; false if it was there.
     pub fn insert(&mut self, k: K) -> bool {
         let added = match self {
-            OrderedSet::Small(v) => match v.binary_search(&k) {
+            OrderedSet::Small(v, _) => match v.binary_search(&k) {
                 Ok(_) => false,
                 Err(i) => {
                     v.insert(i, k);
@@ -62,7 +88,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Removes `k`; false if it was not there.
     pub fn remove(&mut self, k: &K) -> bool {
         let removed = match self {
-            OrderedSet::Small(v) => match v.binary_search(k) {
+            OrderedSet::Small(v, _) => match v.binary_search(k) {
                 Ok(i) => {
                     v.remove(i);
                     true
@@ -76,14 +102,28 @@ impl<K: Ord + Copy> OrderedSet<K> {
     }
 
     /// Replaces `old` with `new` (`new` added even if `old` was not there): one move of the keys
-    /// between them, where a remove and an insert would move the tail twice.
+    /// between them, where a remove and an insert would move the tail twice. `old` is found without a
+    /// search when it is the key the last query returned (dispatch re-keys the worker it picked).
     pub fn rekey(&mut self, old: &K, new: K) {
-        let OrderedSet::Small(v) = self else {
+        let OrderedSet::Small(v, found) = self else {
             self.remove(old);
             self.insert(new);
             return;
         };
-        let (Ok(from), Err(to)) = (v.binary_search(old), v.binary_search(&new)) else {
+        let hint = found.get();
+        let (from, to) = if v.get(hint) == Some(old) {
+            // Its place is known: search for the new one on its side only.
+            let to = if new > *old {
+                let after = hint + 1;
+                v[after..].binary_search(&new).map(|i| i + after).map_err(|i| i + after)
+            } else {
+                v[..hint].binary_search(&new)
+            };
+            (Ok(hint), to)
+        } else {
+            (v.binary_search(old), v.binary_search(&new))
+        };
+        let (Ok(from), Err(to)) = (from, to) else {
             self.remove(old);
             self.insert(new);
             return;
@@ -101,7 +141,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// The smallest key.
     pub fn first(&self) -> Option<&K> {
         match self {
-            OrderedSet::Small(v) => v.first(),
+            OrderedSet::Small(v, _) => v.first(),
             OrderedSet::Large(s) => s.first(),
         }
     }
@@ -110,11 +150,15 @@ impl<K: Ord + Copy> OrderedSet<K> {
     #[inline]
     pub fn last_at_most(&self, k: &K) -> Option<&K> {
         match self {
-            OrderedSet::Small(v) => match v.binary_search(k) {
-                Ok(i) => v.get(i),
-                Err(0) => None,
-                Err(i) => v.get(i - 1),
-            },
+            OrderedSet::Small(v, found) => {
+                let i = match v.binary_search(k) {
+                    Ok(i) => i,
+                    Err(0) => return None,
+                    Err(i) => i - 1,
+                };
+                found.set(i);
+                v.get(i)
+            }
             OrderedSet::Large(s) => s.last_at_most(k),
         }
     }
@@ -122,7 +166,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Every key, smallest first.
     pub fn iter(&self) -> Iter<'_, K> {
         match self {
-            OrderedSet::Small(v) => Iter::Small(v.iter()),
+            OrderedSet::Small(v, _) => Iter::Small(v.iter()),
             OrderedSet::Large(s) => Iter::Large(s.iter()),
         }
     }
@@ -130,11 +174,11 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Becomes blocks past [`GROW`] keys, a vector again below [`SHRINK`].
     fn resize(&mut self) {
         match self {
-            OrderedSet::Small(v) if v.len() > GROW => {
+            OrderedSet::Small(v, _) if v.len() > GROW => {
                 *self = OrderedSet::Large(Blocks::from_sorted(std::mem::take(v)))
             }
             OrderedSet::Large(s) if s.len() < SHRINK => {
-                *self = OrderedSet::Small(std::mem::take(s).into_sorted())
+                *self = OrderedSet::Small(std::mem::take(s).into_sorted(), Found::default())
             }
             _ => {}
         }
@@ -188,6 +232,10 @@ mod tests {
         Insert(u16),
         Remove(u16),
         Rekey(u16, u16),
+        /// A dispatch query, which leaves its place as the next re-key's hint.
+        Probe(u16),
+        /// Dispatch: a query, then the key it found re-keyed (the hint's path).
+        Pick(u16, u16),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -196,6 +244,8 @@ mod tests {
             3 => (0..2_000u16).prop_map(Op::Insert),
             1 => (0..2_000u16).prop_map(Op::Remove),
             2 => (0..2_000u16, 0..2_000u16).prop_map(|(a, b)| Op::Rekey(a, b)),
+            1 => (0..2_100u16).prop_map(Op::Probe),
+            2 => (0..2_100u16, 0..2_000u16).prop_map(|(k, b)| Op::Pick(k, b)),
         ]
     }
 
@@ -214,6 +264,16 @@ mod tests {
                         ours.rekey(&a, b);
                         tree.remove(&a);
                         tree.insert(b);
+                    }
+                    Op::Probe(k) => prop_assert_eq!(ours.last_at_most(&k), tree.range(..=k).next_back()),
+                    Op::Pick(k, b) => {
+                        let found = ours.last_at_most(&k).copied();
+                        prop_assert_eq!(found.as_ref(), tree.range(..=k).next_back());
+                        if let Some(a) = found {
+                            ours.rekey(&a, b);
+                            tree.remove(&a);
+                            tree.insert(b);
+                        }
                     }
                 }
                 prop_assert_eq!(ours.len(), tree.len());
@@ -235,7 +295,7 @@ mod tests {
         for k in 0..(GROW - SHRINK + 2) as u32 {
             s.remove(&k);
         }
-        assert!(matches!(s, OrderedSet::Small(_)), "below {SHRINK} keys it is a vector again");
+        assert!(matches!(s, OrderedSet::Small(..)), "below {SHRINK} keys it is a vector again");
         assert!(s.iter().copied().eq((GROW - SHRINK + 2) as u32..=GROW as u32));
     }
 }
