@@ -112,8 +112,11 @@ impl<K: Ord + Copy> OrderedSet<K> {
         };
         let hint = found.get();
         let (from, to) = if v.get(hint) == Some(old) {
-            // Its place is known: search for the new one on its side only.
-            let to = if new > *old {
+            // Its place is known: search for the new one on its side only, after a look at the end
+            // (a worker booked up to a deadline usually drains last: requests of one size).
+            let to = if v.last().is_some_and(|last| new > *last) {
+                Err(v.len())
+            } else if new > *old {
                 let after = hint + 1;
                 v[after..].binary_search(&new).map(|i| i + after).map_err(|i| i + after)
             } else {
