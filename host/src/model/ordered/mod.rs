@@ -154,11 +154,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     pub fn last_at_most(&self, k: &K) -> Option<&K> {
         match self {
             OrderedSet::Small(v, found) => {
-                let i = match v.binary_search(k) {
-                    Ok(i) => i,
-                    Err(0) => return None,
-                    Err(i) => i - 1,
-                };
+                let i = last_at_most_near(v, k, found.get())?;
                 found.set(i);
                 v.get(i)
             }
@@ -185,6 +181,39 @@ impl<K: Ord + Copy> OrderedSet<K> {
             }
             _ => {}
         }
+    }
+}
+
+/// Where the largest key of `v` at most `k` is, searched outward from `near` (the last answer: the
+/// next request's limit is a little later, so its answer is usually a place or two away) in steps of
+/// 1, 2, 4, ... and the last step bisected.
+#[inline]
+fn last_at_most_near<K: Ord>(v: &[K], k: &K, near: usize) -> Option<usize> {
+    let n = v.len();
+    let h = near.min(n.checked_sub(1)?);
+    let count_at_most = |s: &[K]| s.partition_point(|x| x <= k);
+    if v[h] <= *k {
+        // The answer is at `h` or above: find a key past `k`.
+        let (mut lo, mut step) = (h, 1);
+        loop {
+            let hi = (lo + step).min(n);
+            if hi == n || v[hi] > *k {
+                return Some(lo + count_at_most(&v[lo + 1..hi]));
+            }
+            (lo, step) = (hi, step * 2);
+        }
+    }
+    // The answer is below `h`: find a key at most `k`.
+    let (mut hi, mut step) = (h, 1);
+    loop {
+        if hi < step {
+            return count_at_most(&v[..hi]).checked_sub(1);
+        }
+        let lo = hi - step;
+        if v[lo] <= *k {
+            return Some(lo + count_at_most(&v[lo + 1..hi]));
+        }
+        (hi, step) = (lo, step * 2);
     }
 }
 
