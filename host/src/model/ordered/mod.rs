@@ -132,11 +132,11 @@ impl<K: Ord + Copy> OrderedSet<K> {
             return;
         };
         if to > from {
-            // `new` sorts after `old`: the keys between shift left by one.
-            v[from..to].rotate_left(1);
+            // `new` sorts after `old`: the keys between shift left by one, over `old`.
+            v.copy_within(from + 1..to, from);
             v[to - 1] = new;
         } else {
-            v[to..=from].rotate_right(1);
+            v.copy_within(to..from, to + 1);
             v[to] = new;
         }
     }
