@@ -88,7 +88,7 @@ impl Link {
     /// What one invocation carrying `size` of work (CPU time, all its requests together) spends on
     /// the link: the invocation once, and its bytes.
     pub fn cost(&self, size: Time) -> Time {
-        self.invocation + (size as f64 * self.transfer_per_cpu_s()).round() as Time
+        self.invocation + super::time::round(size as f64 * self.transfer_per_cpu_s())
     }
 }
 

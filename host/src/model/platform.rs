@@ -82,7 +82,7 @@ impl WorkerSpec {
     /// sum) on this worker: the kernel's time, and the link's cost when it has one.
     #[inline]
     pub fn service(&self, size: Time) -> Time {
-        let kernel = if self.speedup == 1.0 { size } else { (size as f64 / self.speedup).round() as Time };
+        let kernel = if self.speedup == 1.0 { size } else { super::time::round(size as f64 / self.speedup) };
         match &self.link {
             None => kernel,
             Some(link) => kernel + link.cost(size),

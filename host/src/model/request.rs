@@ -25,6 +25,6 @@ impl Request {
 
     /// The absolute deadline: arrival plus `factor` times the nominal size (the paper uses 10).
     pub fn deadline(&self, factor: f64) -> Time {
-        self.arrival + (self.nominal as f64 * factor).round() as Time
+        self.arrival + super::time::round(self.nominal as f64 * factor)
     }
 }

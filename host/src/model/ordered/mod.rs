@@ -31,10 +31,12 @@ pub enum OrderedSet<K: Ord + Copy> {
 pub struct Found(AtomicUsize);
 
 impl Found {
+    #[inline]
     fn get(&self) -> usize {
         self.0.load(Relaxed)
     }
 
+    #[inline]
     fn set(&self, i: usize) {
         self.0.store(i, Relaxed);
     }
