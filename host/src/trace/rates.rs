@@ -46,6 +46,7 @@ impl RateTrace {
             sizes: self.spread(),
             minute: 0,
             x: 0.0,
+            segment: Segment::of(&self.minute_rates, 0),
         }
     }
 
@@ -80,6 +81,27 @@ fn segment(rates: &[f64], m: usize) -> (f64, f64) {
     (a, (b - a) / MINUTE_S)
 }
 
+/// The minute an [`Arrivals`] is in: its start rate, slope and whole intensity, worked out once a
+/// minute rather than once a request (the same arithmetic, so the same arrivals to the bit).
+#[derive(Clone, Copy, Debug, Default)]
+struct Segment {
+    a: f64,
+    s: f64,
+    /// The intensity integrated over the whole minute.
+    whole: f64,
+}
+
+impl Segment {
+    /// Minute `m` of `rates` (zero past the end, where no arrival is drawn).
+    fn of(rates: &[f64], m: usize) -> Self {
+        if m >= rates.len() {
+            return Segment::default();
+        }
+        let (a, s) = segment(rates, m);
+        Segment { a, s, whole: a * MINUTE_S + 0.5 * s * MINUTE_S * MINUTE_S }
+    }
+}
+
 /// Iterator over a rate trace's requests.
 #[derive(Clone, Debug)]
 pub struct Arrivals<'a> {
@@ -93,6 +115,8 @@ pub struct Arrivals<'a> {
     minute: usize,
     /// Position within the current minute, in seconds.
     x: f64,
+    /// The current minute's rates.
+    segment: Segment,
 }
 
 impl Iterator for Arrivals<'_> {
@@ -105,15 +129,16 @@ impl Iterator for Arrivals<'_> {
             if self.minute >= self.rates.len() {
                 return None;
             }
-            let (a, s) = segment(self.rates, self.minute);
+            let Segment { a, s, whole } = self.segment;
             // Intensity integrated from the current position to the end of the minute.
             let x0 = self.x;
             let cum = |x: f64| a * x + 0.5 * s * x * x;
-            let left = cum(MINUTE_S) - cum(x0);
+            let left = whole - cum(x0);
             if need > left || left <= 0.0 {
                 need -= left.max(0.0);
                 self.minute += 1;
                 self.x = 0.0;
+                self.segment = Segment::of(self.rates, self.minute);
                 continue;
             }
             // Solve a*x + s/2*x^2 = cum(x0) + need for x in [x0, 60].
