@@ -63,25 +63,13 @@ impl RateTrace {
         (0..self.minute_rates.len())
             .map(|m| {
                 let len = (horizon - m as f64 * MINUTE_S).clamp(0.0, MINUTE_S);
-                let (a, s) = self.segment(m);
-                a * len + 0.5 * s * len * len
+                Segment::of(&self.minute_rates, m).cum(len)
             })
             .sum()
     }
-
-    /// Start rate and slope of minute `m`.
-    fn segment(&self, m: usize) -> (f64, f64) {
-        segment(&self.minute_rates, m)
-    }
 }
 
-fn segment(rates: &[f64], m: usize) -> (f64, f64) {
-    let a = rates[m];
-    let b = rates.get(m + 1).copied().unwrap_or(a);
-    (a, (b - a) / MINUTE_S)
-}
-
-/// The minute an [`Arrivals`] is in: its start rate, slope and whole intensity, worked out once a
+/// A minute of a rate trace (the rate linear within it): its start rate, slope and whole intensity, worked out once a
 /// minute rather than once a request (the same arithmetic, so the same arrivals to the bit).
 #[derive(Clone, Copy, Debug, Default)]
 struct Segment {
@@ -97,8 +85,16 @@ impl Segment {
         if m >= rates.len() {
             return Segment::default();
         }
-        let (a, s) = segment(rates, m);
-        Segment { a, s, whole: a * MINUTE_S + 0.5 * s * MINUTE_S * MINUTE_S }
+        let a = rates[m];
+        let b = rates.get(m + 1).copied().unwrap_or(a);
+        let part = Segment { a, s: (b - a) / MINUTE_S, whole: 0.0 };
+        Segment { whole: part.cum(MINUTE_S), ..part }
+    }
+
+    /// The intensity integrated from the minute's start to `x` seconds into it.
+    #[inline]
+    fn cum(&self, x: f64) -> f64 {
+        self.a * x + 0.5 * self.s * x * x
     }
 }
 
@@ -129,11 +125,11 @@ impl Iterator for Arrivals<'_> {
             if self.minute >= self.rates.len() {
                 return None;
             }
-            let Segment { a, s, whole } = self.segment;
+            let seg = self.segment;
+            let (a, s) = (seg.a, seg.s);
             // Intensity integrated from the current position to the end of the minute.
             let x0 = self.x;
-            let cum = |x: f64| a * x + 0.5 * s * x * x;
-            let left = whole - cum(x0);
+            let left = seg.whole - seg.cum(x0);
             if need > left || left <= 0.0 {
                 need -= left.max(0.0);
                 self.minute += 1;
@@ -142,7 +138,7 @@ impl Iterator for Arrivals<'_> {
                 continue;
             }
             // Solve a*x + s/2*x^2 = cum(x0) + need for x in [x0, 60].
-            let c = cum(x0) + need;
+            let c = seg.cum(x0) + need;
             let disc = (a * a + 2.0 * s * c).max(0.0);
             let x = (2.0 * c / (a + disc.sqrt())).clamp(x0, MINUTE_S);
             self.x = x;
