@@ -1,13 +1,15 @@
-//! An ordered set for the dispatch indexes: a sorted vector while it is small (most pools the paper
-//! runs: a binary search and one short move per change, in one cache line or a few), sorted blocks
+//! An ordered set for the dispatch indexes: a sorted vector with room at both ends while it is small
+//! (most pools the paper runs: a binary search and one short move per change), sorted blocks
 //! once it is large (FPGA-static's 800 boards, 10,000 workers: a vector's moves would span every busy
 //! worker). Efficient-first queries and re-keys its index on every request, which made a B-tree's
 //! node walks and allocations the evaluator's largest cost.
 
 mod blocks;
+mod window;
 
 use blocks::Blocks;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use window::Window;
 
 /// Above this many keys the set is sorted blocks...
 const GROW: usize = 512;
@@ -20,7 +22,7 @@ const SHRINK: usize = 256;
 pub enum OrderedSet<K: Ord + Copy> {
     /// Sorted, no duplicates; and where [`Self::last_at_most`] last found its key, so that the
     /// re-key of the worker dispatch just picked starts from its place without searching for it.
-    Small(Vec<K>, Found),
+    Small(Window<K>, Found),
     /// Past [`GROW`] keys.
     Large(Blocks<K>),
 }
@@ -45,7 +47,7 @@ impl Found {
 impl<K: Ord + Copy> Clone for OrderedSet<K> {
     fn clone(&self) -> Self {
         match self {
-            OrderedSet::Small(v, f) => OrderedSet::Small(v.clone(), Found(AtomicUsize::new(f.get()))),
+            OrderedSet::Small(w, f) => OrderedSet::Small(w.clone(), Found(AtomicUsize::new(f.get()))),
             OrderedSet::Large(s) => OrderedSet::Large(s.clone()),
         }
     }
@@ -53,7 +55,7 @@ impl<K: Ord + Copy> Clone for OrderedSet<K> {
 
 impl<K: Ord + Copy> Default for OrderedSet<K> {
     fn default() -> Self {
-        OrderedSet::Small(Vec::new(), Found::default())
+        OrderedSet::Small(Window::default(), Found::default())
     }
 }
 
@@ -61,7 +63,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// How many keys it holds.
     pub fn len(&self) -> usize {
         match self {
-            OrderedSet::Small(v, _) => v.len(),
+            OrderedSet::Small(w, _) => w.len(),
             OrderedSet::Large(s) => s.len(),
         }
     }
@@ -74,10 +76,10 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Adds `k`; false if it was there.
     pub fn insert(&mut self, k: K) -> bool {
         let added = match self {
-            OrderedSet::Small(v, _) => match v.binary_search(&k) {
+            OrderedSet::Small(w, _) => match w.keys().binary_search(&k) {
                 Ok(_) => false,
                 Err(i) => {
-                    v.insert(i, k);
+                    w.insert_at(i, k);
                     true
                 }
             },
@@ -90,9 +92,9 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Removes `k`; false if it was not there.
     pub fn remove(&mut self, k: &K) -> bool {
         let removed = match self {
-            OrderedSet::Small(v, _) => match v.binary_search(k) {
+            OrderedSet::Small(w, _) => match w.keys().binary_search(k) {
                 Ok(i) => {
-                    v.remove(i);
+                    w.remove_at(i);
                     true
                 }
                 Err(_) => false,
@@ -104,23 +106,23 @@ impl<K: Ord + Copy> OrderedSet<K> {
     }
 
     /// Replaces `old` with `new` (`new` added even if `old` was not there): one move of the keys
-    /// between them, where a remove and an insert would move the tail twice. `old` is found without a
+    /// between them, or of those outside them where fewer ([`Window::replace`]). `old` is found without a
     /// search when it is the key the last query returned (dispatch re-keys the worker it picked).
     pub fn rekey(&mut self, old: &K, new: K) {
-        let OrderedSet::Small(v, found) = self else {
+        let OrderedSet::Small(w, found) = self else {
             self.remove(old);
             self.insert(new);
             return;
         };
         let hint = found.get();
+        let v = w.keys();
         let (from, to) = if v.get(hint) == Some(old) {
             // Its place is known: search for the new one on its side only, after a look at the end
             // (a worker booked up to a deadline usually drains last: requests of one size).
             let to = if v.last().is_some_and(|last| new > *last) {
                 Err(v.len())
             } else if new > *old {
-                let after = hint + 1;
-                v[after..].binary_search(&new).map(|i| i + after).map_err(|i| i + after)
+                place_near_end(v, hint + 1, &new)
             } else {
                 v[..hint].binary_search(&new)
             };
@@ -133,20 +135,13 @@ impl<K: Ord + Copy> OrderedSet<K> {
             self.insert(new);
             return;
         };
-        if to > from {
-            // `new` sorts after `old`: the keys between shift left by one, over `old`.
-            v.copy_within(from + 1..to, from);
-            v[to - 1] = new;
-        } else {
-            v.copy_within(to..from, to + 1);
-            v[to] = new;
-        }
+        w.replace(from, to, new);
     }
 
     /// The smallest key.
     pub fn first(&self) -> Option<&K> {
         match self {
-            OrderedSet::Small(v, _) => v.first(),
+            OrderedSet::Small(w, _) => w.keys().first(),
             OrderedSet::Large(s) => s.first(),
         }
     }
@@ -155,7 +150,8 @@ impl<K: Ord + Copy> OrderedSet<K> {
     #[inline]
     pub fn last_at_most(&self, k: &K) -> Option<&K> {
         match self {
-            OrderedSet::Small(v, found) => {
+            OrderedSet::Small(w, found) => {
+                let v = w.keys();
                 let i = last_at_most_near(v, k, found.get())?;
                 found.set(i);
                 v.get(i)
@@ -167,7 +163,7 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Every key, smallest first.
     pub fn iter(&self) -> Iter<'_, K> {
         match self {
-            OrderedSet::Small(v, _) => Iter::Small(v.iter()),
+            OrderedSet::Small(w, _) => Iter::Small(w.keys().iter()),
             OrderedSet::Large(s) => Iter::Large(s.iter()),
         }
     }
@@ -175,11 +171,12 @@ impl<K: Ord + Copy> OrderedSet<K> {
     /// Becomes blocks past [`GROW`] keys, a vector again below [`SHRINK`].
     fn resize(&mut self) {
         match self {
-            OrderedSet::Small(v, _) if v.len() > GROW => {
-                *self = OrderedSet::Large(Blocks::from_sorted(std::mem::take(v)))
+            OrderedSet::Small(w, _) if w.len() > GROW => {
+                *self = OrderedSet::Large(Blocks::from_sorted(std::mem::take(w).into_sorted()))
             }
             OrderedSet::Large(s) if s.len() < SHRINK => {
-                *self = OrderedSet::Small(std::mem::take(s).into_sorted(), Found::default())
+                *self =
+                    OrderedSet::Small(Window::from_sorted(std::mem::take(s).into_sorted()), Found::default())
             }
             _ => {}
         }
@@ -216,6 +213,24 @@ fn last_at_most_near<K: Ord>(v: &[K], k: &K, near: usize) -> Option<usize> {
             return Some(lo + count_at_most(&v[lo + 1..hi]));
         }
         (hi, step) = (lo, step * 2);
+    }
+}
+
+/// Where `k` belongs in `v[lo..]`, as `binary_search` says it (`Ok` where it is, `Err` where it
+/// would go), searched down from the end in steps of 1, 2, 4, ... and the last step bisected: a
+/// re-keyed worker, booked to near its deadline, usually lands at or near the end.
+#[inline]
+fn place_near_end<K: Ord>(v: &[K], lo: usize, k: &K) -> Result<usize, usize> {
+    let n = v.len();
+    // Every key from `hi` on is at least `k`.
+    let (mut hi, mut step) = (n, 1);
+    loop {
+        let probe = hi.saturating_sub(step).max(lo);
+        if probe == lo || v[probe] < *k {
+            let at = probe + v[probe..hi].partition_point(|x| x < k);
+            return if v.get(at) == Some(k) { Ok(at) } else { Err(at) };
+        }
+        (hi, step) = (probe, step * 2);
     }
 }
 
