@@ -74,7 +74,13 @@ fn feed(
     stop_at_miss: bool,
     fx: &mut impl Effects,
 ) -> bool {
-    for r in requests {
+    let mut requests = requests.into_iter();
+    let mut next = requests.next();
+    while let Some(r) = next {
+        // The next arrival is drawn before this one is placed: its draw (a square root and a
+        // division on a chain from one arrival to the next) then overlaps this one's dispatch in
+        // the processor, where drawn after it would wait for it and be waited for.
+        next = requests.next();
         // Everything due by the arrival goes first (ticks, worker timers, brownout periods).
         engine.advance(r.arrival, true, fx);
         engine.arrive(r, fx);
