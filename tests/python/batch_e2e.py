@@ -4,8 +4,10 @@ tritonclient over HTTP from many threads at once, so requests arrive close toget
 stacks them into batches on the simulated board.
 
 Checks: every answer equals a numpy reference of the model (saturating INT16 add), whichever worker
-served it and however its batch was cut. Bounded: a fixed number of requests and a time limit.
-Prints a JSON summary on the last line; exits non-zero on the first failure.
+served it and however its batch was cut. Bounded: a number of requests per thread (more, up to
+--max-requests, while fewer than --until-fpga answers came from a board: on a fast machine the first
+requests can all be served before the board has spun up) and a time limit. Prints a JSON summary on
+the last line; exits non-zero if any answer was wrong.
 """
 
 import argparse
@@ -28,18 +30,33 @@ def main():
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--requests", type=int, default=100, help="per thread")
     ap.add_argument("--seconds", type=float, default=60.0, help="time limit")
+    ap.add_argument("--until-fpga", type=int, default=0, help="keep sending until this many board answers")
+    ap.add_argument("--max-requests", type=int, default=0, help="per thread, with --until-fpga")
     args = ap.parse_args()
     kinds = collections.Counter()
     errors = []
+    # A thread's exception (SystemExit included) does not end the process: wrong answers are
+    # collected here and fail it from the main thread.
+    wrong = []
     lock = threading.Lock()
     stop_at = time.monotonic() + args.seconds
 
     def worker(seed):
         rng = np.random.default_rng(seed)
         client = th.InferenceServerClient(args.http)
-        for _ in range(args.requests):
-            if time.monotonic() > stop_at:
-                break
+
+        def more(sent):
+            if time.monotonic() > stop_at or wrong:
+                return False
+            if sent < args.requests:
+                return True
+            with lock:
+                short = kinds["fpga"] < args.until_fpga
+            return short and sent < args.max_requests
+
+        sent = 0
+        while more(sent):
+            sent += 1
             n = int(rng.integers(1, 512))
             a = rng.integers(-32768, 32768, size=n, dtype=np.int16)
             b = rng.integers(-32768, 32768, size=n, dtype=np.int16)
@@ -55,7 +72,9 @@ def main():
                 continue
             got = r.as_numpy("sum")
             if not np.array_equal(got, satadd_ref(a, b)):
-                raise SystemExit(f"wrong sums for n={n} from {r.get_response()['parameters']}")
+                with lock:
+                    wrong.append(f"wrong sums for n={n} from {r.get_response()['parameters']}")
+                return
             with lock:
                 kinds[r.get_response()["parameters"]["worker_kind"]] += 1
 
@@ -66,6 +85,8 @@ def main():
         t.join()
     summary = {"answered": dict(kinds), "refused": len(errors), "first_refusal": errors[:1]}
     print(json.dumps(summary))
+    if wrong:
+        raise SystemExit(f"{len(wrong)} wrong answer(s), the first: {wrong[0]}")
     if sum(kinds.values()) == 0:
         raise SystemExit("no answer at all")
 
