@@ -300,14 +300,15 @@ fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> 
             .filter_map(|(name, binary)| a.outputs.iter().find(|t| t.name == *name).map(|t| (t, *binary)))
             .collect(),
     };
-    let mut tail = Vec::new();
+    // The binary outputs, appended after the JSON head in one copy each.
+    let mut tail: Vec<&[u8]> = Vec::new();
     let outputs: Vec<Value> = chosen
         .iter()
         .map(|(t, binary)| {
             let mut o = json!({ "name": t.name, "datatype": t.datatype.name(), "shape": t.shape_i64() });
             if *binary {
                 o["parameters"] = json!({ "binary_data_size": t.data.len() });
-                tail.extend_from_slice(&t.data);
+                tail.push(&t.data);
             } else {
                 o["data"] = json!(t.values());
             }
@@ -336,8 +337,11 @@ fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> 
         return Ok(([(header::CONTENT_TYPE, "application/json")], head).into_response());
     }
     let len = head.len();
-    let mut bytes = head;
-    bytes.extend_from_slice(&tail);
+    let mut bytes = Vec::with_capacity(len + tail.iter().map(|d| d.len()).sum::<usize>());
+    bytes.extend_from_slice(&head);
+    for data in tail {
+        bytes.extend_from_slice(data);
+    }
     let mut r = ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
     r.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(len));
     Ok(r)
