@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+#[path = "support/boards.rs"]
+mod boards;
 
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;
@@ -212,9 +214,7 @@ fn a_kernel_error_reaches_the_caller_with_its_message() {
 fn a_repository_model_runs_live_on_the_simulated_board_checked_against_its_c_code() {
     let tmp = tempfile::tempdir().expect("temp dir");
     // A board that costs almost nothing idle, so the allocator holds one within the short trace.
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
-        .expect("write");
+    let platform = boards::cheap_board(tmp.path(), Some("1s"));
     let out = Command::new(env!("CARGO_BIN_EXE_spork"))
         .args(["run", "--kernel", "crc8", "--board", "sim", "--duration", "6s", "--rate", "100"])
         .args(["--scheduler", "spork-e", "--json", "--model-repository"])

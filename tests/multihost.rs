@@ -9,6 +9,8 @@
 //! Needs root for `ip netns`; without it (or with SPORK_MULTIHOST_LOOPBACK set) the workers listen
 //! on separate loopback addresses and "cut off" is SIGSTOP (the test says which it ran).
 
+#[path = "support/boards.rs"]
+mod boards;
 #[path = "support/pki.rs"]
 mod pki;
 
@@ -225,9 +227,7 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     // and that cost next to nothing, so the allocator holds one at this load on any machine (the
     // work it weighs is what the requests really took: on a fast machine, at the paper's powers, it
     // sometimes held none).
-    let platform = dir.path().join("platform.toml");
-    let board = "[fpga]\nspin_up = \"2s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n";
-    std::fs::write(&platform, board).expect("platform");
+    let platform = boards::cheap_board(dir.path(), Some("2s"));
     let mut serve = Command::new(SPORK)
         .args(["serve", "--http", http, "--grpc", "127.0.0.1:18401", "--models", "sobel"])
         .args(["--platform", &platform.display().to_string()])

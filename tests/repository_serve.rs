@@ -11,6 +11,8 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+#[path = "support/boards.rs"]
+mod boards;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -100,15 +102,6 @@ fn stop(mut child: Child) -> std::process::ExitStatus {
     child.wait().expect("the child exits")
 }
 
-/// A board that costs almost nothing idle, so the allocator holds one as soon as a model has work:
-/// these kernels are too cheap on a CPU for a real board to pay off.
-fn cheap_board(dir: &Path) -> PathBuf {
-    let platform = dir.join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nspin_up = \"1s\"\nidle_power_w = 0.01\nbusy_power_w = 1.0\n")
-        .expect("write");
-    platform
-}
-
 /// tests/python/repo_e2e.py against the server; its stdout, or a panic with its output.
 fn e2e(python: &Path, http: &str, grpc: &str) -> String {
     let out = Command::new(python)
@@ -130,7 +123,7 @@ fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
     repository(&repo);
-    let platform = cheap_board(tmp.path());
+    let platform = boards::cheap_board(tmp.path(), Some("1s"));
     (tmp, repo, platform)
 }
 
@@ -182,7 +175,7 @@ fn a_batching_model_stacks_concurrent_tritonclient_requests_on_the_simulated_boa
     let mut text = std::fs::read_to_string(&toml).expect("model.toml");
     text.push_str("\n[batching]\ndim = \"N\"\nmax_batch_size = 16\nmax_queue_delay_us = 500\n");
     std::fs::write(&toml, text).expect("write");
-    let platform = cheap_board(tmp.path());
+    let platform = boards::cheap_board(tmp.path(), Some("1s"));
     let report = tmp.path().join("report.json");
     let args: [&OsStr; 8] = [
         "--board".as_ref(),

@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+#[path = "support/boards.rs"]
+mod boards;
 
 /// One loopback board at a time: its kernels are Verilated, and two runs on CI's 2 cores make each
 /// other's boards fall behind their bookings (the time-shared test once saw its second model never
@@ -283,8 +285,7 @@ fn repository_models_run_on_the_loopback_alveo_in_the_stream_convention() {
     let sys = sysfs();
     let sys = sys.to_str().expect("utf8");
     // A board that costs almost nothing idle, so the allocator holds one from the first interval.
-    let platform = tmp.path().join("platform.toml");
-    std::fs::write(&platform, "[fpga]\nidle_power_w = 0.01\nbusy_power_w = 1.0\n").expect("write");
+    let platform = boards::cheap_board(tmp.path(), None);
     let platform = platform.to_str().expect("utf8");
     let cases = [
         (root.join("models"), "sobel", "sobel_stream", "scalars=width\n"),
