@@ -5,6 +5,8 @@
 # bounded in time; print one line per step. The CPU-only limit is cores / service time.
 #   scripts/serve-capacity.sh [SPORK_BINARY] [SECONDS_PER_STEP] [RATES...]
 # PLATFORM=FILE passes a platform profile to the server (e.g. CPU workers that start in 100 us).
+# ITEMS_PER_SEC=N pins the requests' size; by default the first step's calibration is kept for every
+# later step and both schedulers (the load generator's calibration varies a few percent per run).
 set -euo pipefail
 bin="${1:-target/release/spork}"
 step="${2:-10}"
@@ -22,7 +24,9 @@ for scheduler in spork-e cpu-dynamic; do
   done
   for rate in "${rates[@]}"; do
     out=$(timeout $((step * 3 + 30)) "$bin" load --target 127.0.0.1:18500 --model sobel --rate "$rate" \
-      --duration "${step}s" --burstiness 0.5 --size 1ms --deadline-ms "$deadline_ms" --json)
+      --duration "${step}s" --burstiness 0.5 --size 1ms --deadline-ms "$deadline_ms" --json \
+      ${ITEMS_PER_SEC:+--items-per-sec "$ITEMS_PER_SEC"})
+    ITEMS_PER_SEC=${ITEMS_PER_SEC:-$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["items_per_sec"])' "$out")}
     python3 -c '
 import json, sys
 r = json.loads(sys.argv[1])
@@ -37,4 +41,4 @@ print(f"{name:12} rate {rate:6.0f}/s  answered {ok}  errors {errors}  fpga {shar
   kill -TERM "$pid"
   wait "$pid" || true
 done
-echo "CPU-only limit: $(nproc) cores / 1 ms = $(( $(nproc) * 1000 )) requests/s"
+echo "requests sized at $ITEMS_PER_SEC items/s; CPU-only limit: $(nproc) cores / 1 ms = $(( $(nproc) * 1000 )) requests/s"

@@ -429,3 +429,58 @@ fn serve_refuses_bad_settings_before_it_listens() {
     let e = stderr(&spork(&["serve", "--config", &f]));
     assert!(e.contains("serve.toml:3") && e.contains("xclbn") && e.contains("real_board"), "{e}");
 }
+
+#[test]
+fn load_sends_requests_sized_at_a_pinned_speed_and_refuses_a_bad_one() {
+    let e = stderr(&spork(&["load", "--items-per-sec", "0", "--duration", "1s"]));
+    assert!(e.contains("--items-per-sec 0") && e.contains("at least 1"), "{e}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--models", "sobel", "--scheduler", "cpu-dynamic"])
+        .args(["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(server.stderr.take().expect("stderr")).lines();
+    let ready = lines.by_ref().map_while(Result::ok).find(|l| l.contains("ready")).expect("ready");
+    let http = ready.split("HTTP on ").nth(1).and_then(|s| s.split(',').next()).expect("address").to_string();
+    // Pinned at 2,000,000 items/s, a 1 ms request is 2,000 pixels whatever this machine's speed.
+    let o = spork(&["load", "--target", &http, "--model", "sobel", "--rate", "50", "--duration", "2s"]);
+    let calibrated = json(&spork(&[
+        "load",
+        "--target",
+        &http,
+        "--model",
+        "sobel",
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--json",
+    ]));
+    let pinned = json(&spork(&[
+        "load",
+        "--target",
+        &http,
+        "--model",
+        "sobel",
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--json",
+        "--size",
+        "1ms",
+        "--items-per-sec",
+        "2e6",
+    ]));
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(stdout(&o).contains("items per request"), "the table says what it sent: {}", stdout(&o));
+    assert_eq!(pinned["items_per_sec"].as_f64(), Some(2e6), "{pinned}");
+    assert_eq!(pinned["mean_items"].as_f64(), Some(2000.0), "{pinned}");
+    assert!(pinned["sent"].as_u64().is_some_and(|n| n > 0), "{pinned}");
+    let measured = calibrated["items_per_sec"].as_f64().expect("the calibration is reported");
+    assert!(measured > 1e3 && measured != 2e6, "{calibrated}");
+}

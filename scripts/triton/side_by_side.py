@@ -6,7 +6,8 @@ C++ backend of spork_sobel_backend.cc; Triton with a Python model), on loopback 
   2. lone requests: the Python tritonclient, HTTP and gRPC, 16x16 and 256x256 images, one in
      flight, every answer checked (lone.py);
   3. load: `spork load` (open loop, 1 ms requests, 10 ms deadline) at each rate for --step seconds,
-     with the load generator's own CPU time (user + system) read from its rusage;
+     with the load generator's own CPU time (user + system) read from its rusage; the requests'
+     size is fixed by the first step's calibration (or --items-per-sec) for every step and server;
   4. stop it.
 Writes every measurement as a JSON line to OUT/measurements.jsonl and prints the summary tables
 (medians over the runs, and the spread) that summarise.py makes. Run through side-by-side.sh.
@@ -82,18 +83,22 @@ def lone(a, server, protocol, size):
 def load(a, rate):
     """One `spork load` step and the CPU time the load generator itself used."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    pin = ["--items-per-sec", repr(a.items_per_sec)] if a.items_per_sec else []
     out = subprocess.run([a.spork, "load", "--target", f"127.0.0.1:{HTTP}", "--model", "sobel",
                           "--rate", str(rate), "--duration", f"{a.step}s", "--burstiness", "0.5",
-                          "--size", "1ms", "--deadline-ms", "10", "--json"],
+                          "--size", "1ms", "--deadline-ms", "10", "--json", *pin],
                          capture_output=True, text=True, timeout=a.step * 3 + 60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"spork load at {rate}/s failed:\n{out.stderr}")
     r = json.loads(out.stdout)
+    # Every later step, on every server, sends requests of the size this first one measured: the
+    # load generator's calibration varies a few percent run to run, and the tail with it.
+    a.items_per_sec = a.items_per_sec or r["items_per_sec"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     errors = sum(r["errors"].values())
     return {"ok": r["ok"], "errors": errors, "missed": r["missed"], "p50_ms": r["latency_ms"]["p50"],
-            "p99_ms": r["latency_ms"]["p99"], "loadgen_cores": cpu / a.step}
+            "p99_ms": r["latency_ms"]["p99"], "loadgen_cores": cpu / a.step, "items": r["mean_items"]}
 
 
 def main():
@@ -108,6 +113,9 @@ def main():
     ap.add_argument("--python-rates", default="400", help="rates for Triton's Python model")
     ap.add_argument("--requests", type=int, default=1000, help="lone requests per case")
     ap.add_argument("--servers", default="spork,spork-cpu,triton-cpp,triton-python")
+    ap.add_argument("--items-per-sec", type=float, default=None,
+                    help="the speed that sizes 1 ms requests [default: the first load step's calibration, "
+                         "then kept for every step and server]")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     env = dict(line.strip().split("=", 1) for line in open(os.path.join(a.triton_dir, "env.sh")) if "=" in line)

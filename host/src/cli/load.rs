@@ -39,6 +39,12 @@ pub struct Args {
     /// A request unanswered after this counts as a timeout.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
+    /// The CPU reference's speed that sizes each request (items per second: a request of `--size`
+    /// carries that many seconds' worth) [default: measured at start, which varies run to run by a
+    /// few percent]. Pin it (from an earlier run's `items_per_sec`) to send the same requests to
+    /// every server and every step.
+    #[arg(long, value_name = "N")]
+    items_per_sec: Option<f64>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -65,7 +71,11 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
     let (requests, _) = args.workload.requests()?;
     // The server's image (seed 0): bloom documents draw terms from its profile.
     let image = Arc::new(KernelImage::new(args.model, 0));
-    let items_per_sec = image.calibrate(200_000);
+    let items_per_sec = match args.items_per_sec {
+        Some(n) if n.is_finite() && n >= 1.0 => n,
+        Some(n) => bail!("--items-per-sec {n} must be a number of items per second, at least 1"),
+        None => image.calibrate(200_000),
+    };
     let default_port = if args.protocol == Protocol::Grpc { 8001 } else { 8000 };
     let token = match &args.token_file {
         Some(p) => Some(spork::input::InputError::read(p)?.lines().next().unwrap_or("").trim().to_string()),
@@ -140,6 +150,9 @@ pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
     }));
     t.add_row(row("throughput (answers/s), offered (req/s)", &|r| {
         format!("{:.1}, {:.1}", r.throughput, r.offered_rate)
+    }));
+    t.add_row(row("items per request (sized at items/s)", &|r| {
+        format!("{:.0} ({:.4e})", r.mean_items, r.items_per_sec)
     }));
     t
 }

@@ -124,6 +124,9 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     while tasks.join_next().await.is_some() {}
     let mut report = Arc::try_unwrap(report).map(Mutex::into_inner).unwrap_or_else(|_| LoadReport::new());
     report.finish(start.elapsed(), to_secs(cfg.requests.last().map_or(0, |r| r.arrival)));
+    report.items_per_sec = cfg.items_per_sec;
+    report.mean_items =
+        cfg.requests.iter().map(|r| items(&cfg, r) as f64).sum::<f64>() / cfg.requests.len() as f64;
     Ok(report)
 }
 

@@ -30,6 +30,11 @@ pub struct LoadReport {
     pub offered_rate: f64,
     /// Wall time of the run (s).
     pub wall_s: f64,
+    /// The speed that sized the requests (items per second of the CPU reference): pass it back as
+    /// `--items-per-sec` to send the same requests again.
+    pub items_per_sec: f64,
+    /// Input items per request sent, on average.
+    pub mean_items: f64,
     #[serde(skip)]
     latency_us: Histogram<u64>,
 }
@@ -67,6 +72,8 @@ impl LoadReport {
             throughput: 0.0,
             offered_rate: 0.0,
             wall_s: 0.0,
+            items_per_sec: 0.0,
+            mean_items: 0.0,
             latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds"),
         }
     }
