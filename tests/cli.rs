@@ -445,6 +445,7 @@ fn load_sends_requests_sized_at_a_pinned_speed_and_refuses_a_bad_one() {
     let mut lines = std::io::BufReader::new(server.stderr.take().expect("stderr")).lines();
     let ready = lines.by_ref().map_while(Result::ok).find(|l| l.contains("ready")).expect("ready");
     let http = ready.split("HTTP on ").nth(1).and_then(|s| s.split(',').next()).expect("address").to_string();
+    let grpc = ready.split("gRPC on ").nth(1).and_then(|s| s.split(';').next()).expect("address").to_string();
     // Pinned at 2,000,000 items/s, a 1 ms request is 2,000 pixels whatever this machine's speed.
     let o = spork(&["load", "--target", &http, "--model", "sobel", "--rate", "50", "--duration", "2s"]);
     let calibrated = json(&spork(&[
@@ -475,9 +476,31 @@ fn load_sends_requests_sized_at_a_pinned_speed_and_refuses_a_bad_one() {
         "--items-per-sec",
         "2e6",
     ]));
+    let over_grpc = json(&spork(&[
+        "load",
+        "--target",
+        &grpc,
+        "--protocol",
+        "grpc",
+        "--model",
+        "sobel",
+        "--rate",
+        "50",
+        "--duration",
+        "1s",
+        "--json",
+    ]));
     let _ = server.kill();
     let _ = server.wait();
     assert!(stdout(&o).contains("items per request"), "the table says what it sent: {}", stdout(&o));
+    assert!(stdout(&o).contains("p99 of the server's part"), "and where the time went: {}", stdout(&o));
+    // Each latency splits into the server's part (it reports its queue and service) and the rest,
+    // over both protocols.
+    for r in [&pinned, &over_grpc] {
+        let part = |p: &str, q: &str| r["split_ms"][p][q].as_f64().unwrap_or(-1.0);
+        assert!(part("server", "p50") > 0.0 && part("outside", "p50") > 0.0, "{r}");
+        assert!(part("server", "max") <= r["latency_ms"]["max"].as_f64().unwrap_or(0.0) + 0.01, "{r}");
+    }
     assert_eq!(pinned["items_per_sec"].as_f64(), Some(2e6), "{pinned}");
     assert_eq!(pinned["mean_items"].as_f64(), Some(2000.0), "{pinned}");
     assert!(pinned["sent"].as_u64().is_some_and(|n| n > 0), "{pinned}");

@@ -151,6 +151,13 @@ pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
     t.add_row(row("throughput (answers/s), offered (req/s)", &|r| {
         format!("{:.1}, {:.1}", r.throughput, r.offered_rate)
     }));
+    t.add_row(row("p99 of the server's part / the rest (ms)", &|r| {
+        let p99 = |part: &str| r.split_ms.get(part).and_then(|m| m.get("p99")).copied();
+        match (p99("server"), p99("outside")) {
+            (Some(s), Some(o)) => format!("{s:.2} / {o:.2} ({} late outside)", r.late_outside),
+            _ => "not reported".into(),
+        }
+    }));
     t.add_row(row("items per request (sized at items/s)", &|r| {
         format!("{:.0} ({:.4e})", r.mean_items, r.items_per_sec)
     }));

@@ -40,6 +40,9 @@ pub enum Outcome {
         kind: String,
         /// The server's `deadline_missed`.
         missed: bool,
+        /// The server's own part (its `queue_ms` plus `service_ms`: from the request reaching the
+        /// scheduler until its worker finished), if it says.
+        server_ms: Option<f64>,
     },
     /// Not answered: the status ("http 429", "grpc ResourceExhausted") or what went wrong.
     Error(String),
@@ -144,6 +147,10 @@ async fn http(
                 .pointer("/parameters/deadline_missed")
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false),
+            server_ms: ["queue_ms", "service_ms"]
+                .iter()
+                .map(|k| v.pointer(&format!("/parameters/{k}")).and_then(serde_json::Value::as_f64))
+                .sum(),
         },
         Err(_) => Outcome::Error("http bad response".into()),
     }
@@ -191,7 +198,14 @@ async fn grpc(
                 p.get("deadline_missed").and_then(|v| v.parameter_choice.as_ref()),
                 Some(ParameterChoice::BoolParam(true))
             );
-            Outcome::Ok { kind, missed }
+            let server_ms = ["queue_ms", "service_ms"]
+                .iter()
+                .map(|k| match p.get(*k).and_then(|v| v.parameter_choice.as_ref()) {
+                    Some(ParameterChoice::DoubleParam(ms)) => Some(*ms),
+                    _ => None,
+                })
+                .sum();
+            Outcome::Ok { kind, missed, server_ms }
         }
         Err(s) => Outcome::Error(format!("grpc {:?}", s.code())),
     }

@@ -35,8 +35,18 @@ pub struct LoadReport {
     pub items_per_sec: f64,
     /// Input items per request sent, on average.
     pub mean_items: f64,
+    /// Where the answered requests' time went (ms, p50 / p99 / max): `server`, the server's own
+    /// part (queue and service, as it reports them); `outside`, the rest of each latency (the load
+    /// generator's lag, both transfers, the protocol path), for the answers that carry the server's.
+    pub split_ms: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Answers over the deadline whose server part was within it: made late outside the scheduler.
+    pub late_outside: u64,
     #[serde(skip)]
     latency_us: Histogram<u64>,
+    #[serde(skip)]
+    server_us: Histogram<u64>,
+    #[serde(skip)]
+    outside_us: Histogram<u64>,
 }
 
 /// The figures, without the histogram's buckets.
@@ -74,7 +84,11 @@ impl LoadReport {
             wall_s: 0.0,
             items_per_sec: 0.0,
             mean_items: 0.0,
-            latency_us: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds"),
+            split_ms: BTreeMap::new(),
+            late_outside: 0,
+            latency_us: histogram(),
+            server_us: histogram(),
+            outside_us: histogram(),
         }
     }
 
@@ -82,12 +96,18 @@ impl LoadReport {
     pub fn record(&mut self, outcome: &Outcome, latency: Duration, deadline_ms: Option<f64>) {
         self.sent += 1;
         match outcome {
-            Outcome::Ok { kind, missed } => {
+            Outcome::Ok { kind, missed, server_ms } => {
                 self.ok += 1;
                 *self.by_kind.entry(kind.clone()).or_default() += 1;
-                let late = deadline_ms.is_some_and(|d| latency.as_secs_f64() * 1e3 > d);
+                let ms = latency.as_secs_f64() * 1e3;
+                let late = deadline_ms.is_some_and(|d| ms > d);
                 self.missed += u64::from(*missed || late);
                 self.latency_us.saturating_record((latency.as_micros() as u64).max(1));
+                if let Some(server) = server_ms.filter(|s| s.is_finite() && *s >= 0.0) {
+                    self.server_us.saturating_record(((server * 1e3) as u64).max(1));
+                    self.outside_us.saturating_record((((ms - server) * 1e3).max(0.0) as u64).max(1));
+                    self.late_outside += u64::from(late && !*missed);
+                }
             }
             Outcome::Error(e) => *self.errors.entry(e.clone()).or_default() += 1,
         }
@@ -102,10 +122,56 @@ impl LoadReport {
             let v = if self.latency_us.is_empty() { 0 } else { self.latency_us.value_at_quantile(q) };
             self.latency_ms.insert(name.into(), v as f64 / 1e3);
         }
+        for (part, h) in [("server", &self.server_us), ("outside", &self.outside_us)] {
+            if h.is_empty() {
+                continue;
+            }
+            let at = |q| h.value_at_quantile(q) as f64 / 1e3;
+            let v = [("p50", at(0.5)), ("p99", at(0.99)), ("max", at(1.0))];
+            self.split_ms.insert(part.into(), v.into_iter().map(|(k, x)| (k.to_string(), x)).collect());
+        }
     }
 
     /// The latency at quantile `q` in milliseconds.
     pub fn percentile_ms(&self, q: f64) -> f64 {
         if self.latency_us.is_empty() { 0.0 } else { self.latency_us.value_at_quantile(q) as f64 / 1e3 }
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(server_ms: Option<f64>, missed: bool) -> Outcome {
+        Outcome::Ok { kind: "cpu".into(), missed, server_ms }
+    }
+
+    #[test]
+    fn each_latency_splits_into_the_servers_part_and_the_rest() {
+        let mut r = LoadReport::new();
+        // 12 ms seen, 8 ms of them the server's: late by what happened outside it.
+        r.record(&ok(Some(8.0), false), Duration::from_millis(12), Some(10.0));
+        // 11 ms seen, the server itself missed: not counted as made late outside.
+        r.record(&ok(Some(10.5), true), Duration::from_millis(11), Some(10.0));
+        // No server part said (another server): in the latency, not in the split.
+        r.record(&ok(None, false), Duration::from_millis(3), Some(10.0));
+        r.finish(Duration::from_secs(1), 1.0);
+        assert_eq!((r.ok, r.missed, r.late_outside), (3, 2, 1));
+        let near = |a: f64, b: f64| (a - b).abs() <= b * 0.01;
+        assert!(near(r.split_ms["server"]["max"], 10.5), "{:?}", r.split_ms);
+        assert!(near(r.split_ms["outside"]["max"], 4.0), "{:?}", r.split_ms);
+        assert!(near(r.split_ms["outside"]["p50"], 0.5), "{:?}", r.split_ms);
+    }
+
+    #[test]
+    fn no_split_without_the_servers_part() {
+        let mut r = LoadReport::new();
+        r.record(&ok(None, false), Duration::from_millis(3), None);
+        r.finish(Duration::from_secs(1), 1.0);
+        assert!(r.split_ms.is_empty() && r.late_outside == 0);
     }
 }
