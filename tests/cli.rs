@@ -446,50 +446,18 @@ fn load_sends_requests_sized_at_a_pinned_speed_and_refuses_a_bad_one() {
     let ready = lines.by_ref().map_while(Result::ok).find(|l| l.contains("ready")).expect("ready");
     let http = ready.split("HTTP on ").nth(1).and_then(|s| s.split(',').next()).expect("address").to_string();
     let grpc = ready.split("gRPC on ").nth(1).and_then(|s| s.split(';').next()).expect("address").to_string();
+    // One second at 50 requests/s to `target`, with `extra` arguments.
+    let load = |target: &str, extra: &[&str]| {
+        let mut args =
+            vec!["load", "--target", target, "--model", "sobel", "--rate", "50", "--duration", "1s"];
+        args.extend_from_slice(extra);
+        spork(&args)
+    };
+    let o = load(&http, &[]);
+    let calibrated = json(&load(&http, &["--json"]));
     // Pinned at 2,000,000 items/s, a 1 ms request is 2,000 pixels whatever this machine's speed.
-    let o = spork(&["load", "--target", &http, "--model", "sobel", "--rate", "50", "--duration", "2s"]);
-    let calibrated = json(&spork(&[
-        "load",
-        "--target",
-        &http,
-        "--model",
-        "sobel",
-        "--rate",
-        "50",
-        "--duration",
-        "1s",
-        "--json",
-    ]));
-    let pinned = json(&spork(&[
-        "load",
-        "--target",
-        &http,
-        "--model",
-        "sobel",
-        "--rate",
-        "50",
-        "--duration",
-        "1s",
-        "--json",
-        "--size",
-        "1ms",
-        "--items-per-sec",
-        "2e6",
-    ]));
-    let over_grpc = json(&spork(&[
-        "load",
-        "--target",
-        &grpc,
-        "--protocol",
-        "grpc",
-        "--model",
-        "sobel",
-        "--rate",
-        "50",
-        "--duration",
-        "1s",
-        "--json",
-    ]));
+    let pinned = json(&load(&http, &["--json", "--size", "1ms", "--items-per-sec", "2e6"]));
+    let over_grpc = json(&load(&grpc, &["--json", "--protocol", "grpc"]));
     let _ = server.kill();
     let _ = server.wait();
     assert!(stdout(&o).contains("items per request"), "the table says what it sent: {}", stdout(&o));
