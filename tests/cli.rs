@@ -467,6 +467,8 @@ fn load_sends_requests_sized_at_a_pinned_speed_and_refuses_a_bad_one() {
     for r in [&pinned, &over_grpc] {
         let part = |p: &str, q: &str| r["split_ms"][p][q].as_f64().unwrap_or(-1.0);
         assert!(part("server", "p50") > 0.0 && part("outside", "p50") > 0.0, "{r}");
+        // The handler's part (its handled_ms less queue and service) is inside the rest.
+        assert!(part("handler", "p50") > 0.0 && part("handler", "p50") <= part("outside", "max"), "{r}");
         assert!(part("server", "max") <= r["latency_ms"]["max"].as_f64().unwrap_or(0.0) + 0.01, "{r}");
     }
     assert_eq!(pinned["items_per_sec"].as_f64(), Some(2e6), "{pinned}");

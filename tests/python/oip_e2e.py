@@ -268,10 +268,13 @@ def check_result(case, result, how):
     worker = params.get("worker")
     assert isinstance(worker, int) and not isinstance(worker, bool), \
         f"{label}: response parameter worker {worker!r} is not an integer"
-    for key in ("queue_ms", "service_ms"):
+    for key in ("queue_ms", "service_ms", "handled_ms"):
         value = params.get(key)
         assert is_number(value) and value >= 0, \
             f"{label}: response parameter {key} {value!r} is not a number >= 0"
+    # The handler took the request before the pool did and answered after its worker finished.
+    assert params["handled_ms"] >= params["queue_ms"] + params["service_ms"] - 1e-3, \
+        f"{label}: handled_ms {params['handled_ms']} under queue_ms + service_ms"
     brownout_inputs = BROWNOUT_INPUTS[case.model] & {t.name for t in case.inputs}
     served = params.get("optional_served")
     if brownout_inputs:

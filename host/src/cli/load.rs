@@ -151,10 +151,11 @@ pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
     t.add_row(row("throughput (answers/s), offered (req/s)", &|r| {
         format!("{:.1}, {:.1}", r.throughput, r.offered_rate)
     }));
-    t.add_row(row("p99 of the server's part / the rest (ms)", &|r| {
+    t.add_row(row("p99 of the server's part / the rest / its handler's (ms)", &|r| {
         let p99 = |part: &str| r.split_ms.get(part).and_then(|m| m.get("p99")).copied();
+        let handler = p99("handler").map_or("-".into(), |h| format!("{h:.2}"));
         match (p99("server"), p99("outside")) {
-            (Some(s), Some(o)) => format!("{s:.2} / {o:.2} ({} late outside)", r.late_outside),
+            (Some(s), Some(o)) => format!("{s:.2} / {o:.2} / {handler} ({} late outside)", r.late_outside),
             _ => "not reported".into(),
         }
     }));

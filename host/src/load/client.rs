@@ -43,6 +43,8 @@ pub enum Outcome {
         /// The server's own part (its `queue_ms` plus `service_ms`: from the request reaching the
         /// scheduler until its worker finished), if it says.
         server_ms: Option<f64>,
+        /// The server's `handled_ms`: from its handler taking the request to the answer, if it says.
+        handled_ms: Option<f64>,
     },
     /// Not answered: the status ("http 429", "grpc ResourceExhausted") or what went wrong.
     Error(String),
@@ -151,6 +153,7 @@ async fn http(
                 .iter()
                 .map(|k| v.pointer(&format!("/parameters/{k}")).and_then(serde_json::Value::as_f64))
                 .sum(),
+            handled_ms: v.pointer("/parameters/handled_ms").and_then(serde_json::Value::as_f64),
         },
         Err(_) => Outcome::Error("http bad response".into()),
     }
@@ -198,14 +201,12 @@ async fn grpc(
                 p.get("deadline_missed").and_then(|v| v.parameter_choice.as_ref()),
                 Some(ParameterChoice::BoolParam(true))
             );
-            let server_ms = ["queue_ms", "service_ms"]
-                .iter()
-                .map(|k| match p.get(*k).and_then(|v| v.parameter_choice.as_ref()) {
-                    Some(ParameterChoice::DoubleParam(ms)) => Some(*ms),
-                    _ => None,
-                })
-                .sum();
-            Outcome::Ok { kind, missed, server_ms }
+            let ms = |k: &str| match p.get(k).and_then(|v| v.parameter_choice.as_ref()) {
+                Some(ParameterChoice::DoubleParam(ms)) => Some(*ms),
+                _ => None,
+            };
+            let server_ms = ["queue_ms", "service_ms"].iter().map(|k| ms(k)).sum();
+            Outcome::Ok { kind, missed, server_ms, handled_ms: ms("handled_ms") }
         }
         Err(s) => Outcome::Error(format!("grpc {:?}", s.code())),
     }

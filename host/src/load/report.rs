@@ -37,7 +37,9 @@ pub struct LoadReport {
     pub mean_items: f64,
     /// Where the answered requests' time went (ms, p50 / p99 / max): `server`, the server's own
     /// part (queue and service, as it reports them); `outside`, the rest of each latency (the load
-    /// generator's lag, both transfers, the protocol path), for the answers that carry the server's.
+    /// generator's lag, both transfers, the protocol path), for the answers that carry the server's;
+    /// `handler`, the part of `outside` the server's handler saw (its `handled_ms` less its queue and
+    /// service: reading and parsing the request, the hand-offs, the answer's head), if it says.
     pub split_ms: BTreeMap<String, BTreeMap<String, f64>>,
     /// Answers over the deadline whose server part was within it: made late outside the scheduler.
     pub late_outside: u64,
@@ -47,6 +49,8 @@ pub struct LoadReport {
     server_us: Histogram<u64>,
     #[serde(skip)]
     outside_us: Histogram<u64>,
+    #[serde(skip)]
+    handler_us: Histogram<u64>,
 }
 
 /// The figures, without the histogram's buckets.
@@ -89,6 +93,7 @@ impl LoadReport {
             latency_us: histogram(),
             server_us: histogram(),
             outside_us: histogram(),
+            handler_us: histogram(),
         }
     }
 
@@ -96,7 +101,7 @@ impl LoadReport {
     pub fn record(&mut self, outcome: &Outcome, latency: Duration, deadline_ms: Option<f64>) {
         self.sent += 1;
         match outcome {
-            Outcome::Ok { kind, missed, server_ms } => {
+            Outcome::Ok { kind, missed, server_ms, handled_ms } => {
                 self.ok += 1;
                 *self.by_kind.entry(kind.clone()).or_default() += 1;
                 let ms = latency.as_secs_f64() * 1e3;
@@ -107,6 +112,10 @@ impl LoadReport {
                     self.server_us.saturating_record(((server * 1e3) as u64).max(1));
                     self.outside_us.saturating_record((((ms - server) * 1e3).max(0.0) as u64).max(1));
                     self.late_outside += u64::from(late && !*missed);
+                    if let Some(handled) = handled_ms.filter(|h| h.is_finite()) {
+                        self.handler_us
+                            .saturating_record((((handled - server) * 1e3).max(0.0) as u64).max(1));
+                    }
                 }
             }
             Outcome::Error(e) => *self.errors.entry(e.clone()).or_default() += 1,
@@ -122,7 +131,9 @@ impl LoadReport {
             let v = if self.latency_us.is_empty() { 0 } else { self.latency_us.value_at_quantile(q) };
             self.latency_ms.insert(name.into(), v as f64 / 1e3);
         }
-        for (part, h) in [("server", &self.server_us), ("outside", &self.outside_us)] {
+        for (part, h) in
+            [("server", &self.server_us), ("outside", &self.outside_us), ("handler", &self.handler_us)]
+        {
             if h.is_empty() {
                 continue;
             }
@@ -147,7 +158,7 @@ mod tests {
     use super::*;
 
     fn ok(server_ms: Option<f64>, missed: bool) -> Outcome {
-        Outcome::Ok { kind: "cpu".into(), missed, server_ms }
+        Outcome::Ok { kind: "cpu".into(), missed, server_ms, handled_ms: server_ms.map(|s| s + 1.5) }
     }
 
     #[test]
@@ -165,6 +176,8 @@ mod tests {
         assert!(near(r.split_ms["server"]["max"], 10.5), "{:?}", r.split_ms);
         assert!(near(r.split_ms["outside"]["max"], 4.0), "{:?}", r.split_ms);
         assert!(near(r.split_ms["outside"]["p50"], 0.5), "{:?}", r.split_ms);
+        // The handler saw 1.5 ms of each around the scheduler's part.
+        assert!(near(r.split_ms["handler"]["max"], 1.5), "{:?}", r.split_ms);
     }
 
     #[test]

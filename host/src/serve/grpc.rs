@@ -162,6 +162,7 @@ impl GrpcInferenceService for Service {
         req: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
         // A refusal here is counted by the budget layer, from its status.
+        let taken = std::time::Instant::now();
         let (request, wanted) = self.prepare(req)?;
         let answer = self.server.infer(request).await?;
         let chosen: Vec<&Tensor> =
@@ -175,6 +176,11 @@ impl GrpcInferenceService for Service {
             ("service_ms".to_string(), param(ParameterChoice::DoubleParam(s.service as f64 / 1e6))),
             ("optional_served".to_string(), param(ParameterChoice::BoolParam(s.optional))),
             ("deadline_missed".to_string(), param(ParameterChoice::BoolParam(s.missed))),
+            // From the handler taking the request (tonic has decoded it already) to this answer.
+            (
+                "handled_ms".to_string(),
+                param(ParameterChoice::DoubleParam(taken.elapsed().as_secs_f64() * 1e3)),
+            ),
         ]);
         Ok(Response::new(ModelInferResponse {
             model_name: answer.model,

@@ -180,9 +180,10 @@ async fn run(
     req: Request,
 ) -> Result<Response, ServeError> {
     // A request refused before it reaches a pool is counted by the budget layer, from its status.
+    let taken = std::time::Instant::now();
     let (request, outputs) = prepare(s, model, version, req).await?;
     let answer = s.infer(request).await?;
-    respond(&answer, &outputs)
+    respond(&answer, &outputs, taken)
 }
 
 /// The request read, parsed and checked (its outputs too) before any work is paid for.
@@ -291,7 +292,7 @@ fn bad(what: impl std::fmt::Display) -> ServeError {
 }
 
 /// The response: JSON, with binary outputs appended after it when asked for.
-fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> {
+fn respond(a: &InferResponse, wanted: &Outputs, taken: std::time::Instant) -> Result<Response, ServeError> {
     // An optional part's output the gate did not run is left out.
     let chosen: Vec<(&Tensor, bool)> = match &wanted.named {
         None => a.outputs.iter().map(|t| (t, wanted.all_binary)).collect(),
@@ -326,6 +327,8 @@ fn respond(a: &InferResponse, wanted: &Outputs) -> Result<Response, ServeError> 
             "service_ms": s.service as f64 / 1e6,
             "optional_served": s.optional,
             "deadline_missed": s.missed,
+            // From the handler taking the request (its head read, its body not yet) to this answer.
+            "handled_ms": taken.elapsed().as_secs_f64() * 1e3,
         },
         "outputs": outputs,
     });
