@@ -6,7 +6,7 @@
 #   scripts/serve-capacity.sh [SPORK_BINARY] [SECONDS_PER_STEP] [RATES...]
 # PLATFORM=FILE passes a platform profile to the server (e.g. CPU workers that start in 100 us).
 # ITEMS_PER_SEC=N pins the requests' size; by default the first step's calibration is kept for every
-# later step and both schedulers (the load generator's calibration varies a few percent per run).
+# later step and both schedulers (the load generator's calibration moved by up to a third between runs here).
 set -euo pipefail
 bin="${1:-target/release/spork}"
 step="${2:-10}"

@@ -252,20 +252,16 @@ fn optimal_solves_and_reports_the_gap() {
     assert!(e.contains("unknown objective 'speed'"), "{e}");
 }
 
+/// A board that costs next to nothing, so SporkE holds one at 150 requests/s on any machine: the
+/// live allocator weighs what the requests really took, and on a fast machine (or one shared with
+/// the other tests' servers) 150 requests/s at the paper's powers were sometimes worth no board.
+const CHEAP_BOARD: [&str; 4] = ["--fpga-idle-power", "0.01", "--fpga-busy-power", "1"];
+
 #[test]
 fn run_replays_a_short_trace_live_and_reports_in_json() {
-    let o = spork(&[
-        "run",
-        "--scheduler",
-        "spork-e",
-        "--duration",
-        "3s",
-        "--rate",
-        "150",
-        "--fpga-spinup",
-        "300ms",
-        "--json",
-    ]);
+    let args =
+        ["run", "--scheduler", "spork-e", "--duration", "3s", "--rate", "150", "--fpga-spinup", "300ms"];
+    let o = spork(&[&args[..], &CHEAP_BOARD[..], &["--json"]].concat());
     let v = json(&o);
     let r = &v["runs"][0];
     assert_eq!(r["scheduler"], "SporkE");
@@ -303,12 +299,9 @@ fn run_replays_a_short_trace_live_and_reports_in_json() {
 fn run_with_the_rtl_dispatch_engine_reports_its_decisions_checked_against_the_software() {
     // Boards of two compute units: the engine's elements are the CUs.
     for (engine, cus) in [("rtl", "1"), ("golden", "1"), ("rtl", "2")] {
-        // A board that costs next to nothing, so SporkE holds one at this load on any machine (the
-        // live allocator weighs what the requests really took: on a fast machine, at the paper's
-        // powers, 150 requests/s were worth no board and the engine granted nothing).
         let args =
             ["run", "--scheduler", "spork-e", "--duration", "3s", "--rate", "150", "--fpga-spinup", "300ms"];
-        let args = [&args[..], &["--fpga-idle-power", "0.01", "--fpga-busy-power", "1"]].concat();
+        let args = [&args[..], &CHEAP_BOARD[..]].concat();
         let more = ["--dispatch-engine", engine, "--fpga-compute-units", cus, "--json", "--no-compare"];
         let o = spork(&[&args[..], &more[..]].concat());
         let v = json(&o);

@@ -93,7 +93,7 @@ def load(a, rate):
         raise SystemExit(f"spork load at {rate}/s failed:\n{out.stderr}")
     r = json.loads(out.stdout)
     # Every later step, on every server, sends requests of the size this first one measured: the
-    # load generator's calibration varies a few percent run to run, and the tail with it.
+    # load generator's calibration moved by up to a third between runs here, and the tail with it.
     a.items_per_sec = a.items_per_sec or r["items_per_sec"]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     errors = sum(r["errors"].values())

@@ -40,9 +40,9 @@ pub struct Args {
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
     /// The CPU reference's speed that sizes each request (items per second: a request of `--size`
-    /// carries that many seconds' worth) [default: measured at start, which varies run to run by a
-    /// few percent]. Pin it (from an earlier run's `items_per_sec`) to send the same requests to
-    /// every server and every step.
+    /// carries that many seconds' worth) [default: measured at start, which moved by up to a third
+    /// between runs on a shared VM]. Pin it (from an earlier run's `items_per_sec`) to send the same
+    /// requests to every server and every step.
     #[arg(long, value_name = "N")]
     items_per_sec: Option<f64>,
     /// Print the report as JSON.
