@@ -41,7 +41,8 @@ pub struct LoadReport {
     /// `handler`, the part of `outside` the server's handler saw (its `handled_ms` less its queue and
     /// service: reading and parsing the request, the hand-offs, the answer's head), if it says.
     pub split_ms: BTreeMap<String, BTreeMap<String, f64>>,
-    /// Answers over the deadline whose server part was within it: made late outside the scheduler.
+    /// Answers over the `deadline_ms` sent whose server part was within it: made late outside the
+    /// scheduler (none counted when no deadline is sent: the server's default is not known here).
     pub late_outside: u64,
     #[serde(skip)]
     latency_us: Histogram<u64>,
