@@ -152,6 +152,7 @@ fn tritonclient_runs_every_model_and_bad_requests_get_their_status() {
         limits: Limits { max_body: MAX_BODY, ..Limits::default() },
         grace: Duration::from_secs(5),
         io_threads: 1,
+        io_priority: Default::default(),
         // Booked at the p99 of the measured sizes (the answers do not depend on it).
         size_estimate: spork::policy::estimate::Statistic::Percentile(0.99),
         kernel_timeout: Duration::from_secs(10),

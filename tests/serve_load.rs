@@ -11,7 +11,8 @@ use spork::live::{Fault, FaultPlan, PoolReport};
 use spork::load::{LoadConfig, LoadReport, Protocol};
 use spork::model::time::{from_secs, to_secs};
 use spork::policy::{Objective, Scheduler};
-use spork::serve::{Kernelled, Limits, Running, ServeConfig};
+use spork::priority::Priority;
+use spork::serve::{Kernelled, Limits, Running, ServeConfig, StartError};
 
 /// The start-up probe each pool answers before the server is ready: counted by the pool, not the
 /// client.
@@ -40,6 +41,7 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         limits: Limits::default(),
         grace: Duration::from_secs(3),
         io_threads: 1,
+        io_priority: Default::default(),
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout,
         faults,
@@ -64,12 +66,19 @@ fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, si
         max_in_flight: 512,
         timeout: Duration::from_secs(30),
         seed: 9,
+        priority: Default::default(),
     }
 }
 
 fn send(cfg: LoadConfig) -> LoadReport {
-    let rt =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
+    let priority = cfg.priority;
+    spork::priority::set(priority).expect("the load's priority");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .on_thread_start(move || spork::priority::set(priority).expect("the load's priority"))
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(spork::load::run(cfg)).expect("load")
 }
 
@@ -183,6 +192,7 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
         limits: Limits::default(),
         grace: Duration::from_secs(3),
         io_threads: 1,
+        io_priority: Default::default(),
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: FaultPlan::default(),
@@ -237,4 +247,85 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
             "the client counted each once"
         );
     }
+}
+
+/// Each of this process's threads by id, with its name and whether it runs at a real-time level
+/// (the scheduling policy in `/proc/self/task/*/stat`: 1 is `SCHED_FIFO`).
+fn thread_policies() -> Vec<(u32, String, bool)> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    tasks
+        .filter_map(|t| {
+            let t = t.ok()?;
+            let tid = t.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            // After the name come fields 3 onwards; the policy is field 41.
+            let policy: u32 = rest.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            Some((tid, name, policy == 1))
+        })
+        .collect()
+}
+
+/// At the real-time priority, the server's protocol threads and CPU workers and the load generator's
+/// threads run at the lowest real-time level (read back from `/proc` while the load runs) and the
+/// rest of the process does not, and every request is answered and counted once. Where the system
+/// refuses the priority, the server does not start and says how to allow it.
+#[test]
+fn at_the_realtime_priority_the_request_path_runs_first_and_loses_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let k = Kernelled::own("dense", None, None, false).expect("calibration");
+    let cfg = ServeConfig {
+        http: "127.0.0.1:0".parse().expect("addr"),
+        grpc: "127.0.0.1:0".parse().expect("addr"),
+        kernels: vec![k.clone()],
+        plan: Plan { seed: 3, ..Plan::new(Scheduler::CpuDynamic) },
+        board: Board::Model(None),
+        boards: None,
+        token: None,
+        open_health: true,
+        limits: Limits::default(),
+        grace: Duration::from_secs(3),
+        io_threads: 1,
+        io_priority: Priority::Realtime,
+        size_estimate: spork::policy::estimate::Statistic::Mean,
+        kernel_timeout: Duration::from_secs(10),
+        faults: FaultPlan::default(),
+        repository: None,
+    };
+    if spork::priority::check(Priority::Realtime).is_err() {
+        let e = spork::serve::start(cfg).err().expect("a refused priority stops the start");
+        assert!(matches!(e, StartError::Priority(_)), "{e}");
+        assert!(e.to_string().contains("CAP_SYS_NICE") && e.to_string().contains("--io-priority"), "{e}");
+        return;
+    }
+    let running = spork::serve::start(cfg).expect("the server starts");
+    let cfg = LoadConfig { priority: Priority::Realtime, ..load(running.http, &k, 3.0, 300.0, 0.5) };
+    let client =
+        std::thread::Builder::new().name("load-client".into()).spawn(move || send(cfg)).expect("thread");
+    // Each thread's policy as last seen: a thread is at its starter's priority for the moment
+    // before it sets its own.
+    let mut last = std::collections::BTreeMap::new();
+    while !client.is_finished() {
+        for (tid, name, rt) in thread_policies() {
+            last.insert(tid, (name, rt));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let seen: std::collections::BTreeSet<(String, bool)> = last.into_values().collect();
+    let report = client.join().expect("the client thread");
+    let r = pool_report(running);
+    eprintln!("threads seen (name, real-time): {seen:?}");
+    let named = |prefix: &'static str| seen.iter().filter(move |(n, _)| n.starts_with(prefix));
+    for prefix in ["spork-io", "spork-cpu-", "spork-load-pace", "tokio-rt-worker"] {
+        assert!(named(prefix).next().is_some(), "no {prefix} thread seen: {seen:?}");
+        assert!(named(prefix).all(|(_, rt)| *rt), "{prefix} ran at the normal priority: {seen:?}");
+    }
+    // This thread watched, at the normal priority: nothing the server started lifted it.
+    assert!(named("at_the_realtime").all(|(_, rt)| !*rt), "the test's own thread: {seen:?}");
+    assert_eq!(report.priority, Priority::Realtime);
+    assert_eq!(report.sent, report.ok + report.errors.values().sum::<u64>(), "the client counted each once");
+    assert!(report.ok > 0 && report.errors.keys().all(|e| e == "http 429"), "{:?}", report.errors);
+    assert_eq!(report.ok + PROBE, r.answered, "each answer the client got is one the server gave, once");
+    assert_eq!(r.offered, r.answered + r.rejected + r.rejected_at_stop, "the server settled each once");
 }

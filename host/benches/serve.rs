@@ -57,6 +57,7 @@ fn bench(c: &mut Criterion) {
         limits: Limits::default(),
         grace: Duration::from_secs(1),
         io_threads: 1,
+        io_priority: Default::default(),
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),

@@ -30,6 +30,7 @@ pub mod model;
 pub mod oip;
 pub mod optimal;
 pub mod policy;
+pub mod priority;
 pub mod repository;
 pub mod reproduce;
 pub mod run;

@@ -100,10 +100,7 @@ impl Backend for SimBoardSlot {
         // The Verilated model stands in for a separate device: its simulation must not take CPU time
         // from the CPU workers, whose latency is real wall time (the board's latency is taken on its
         // own timeline, whatever Verilator's speed). So this slot's thread runs at a lower priority.
-        // SAFETY: plain syscalls on the calling thread's own id; failure only leaves the priority.
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-        }
+        crate::priority::lower(10);
         std::thread::sleep(self.delay);
         let start = Instant::now();
         if self.fail {

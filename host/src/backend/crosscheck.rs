@@ -69,7 +69,8 @@ impl Checker {
         std::thread::Builder::new()
             .name("spork-crosscheck".into())
             .spawn(move || {
-                idle_priority();
+                // The check must never take CPU time from the server it checks, whose latency is real.
+                crate::priority::idle();
                 let mut rtl = SimBoardSlot::new(clock_hz, Duration::ZERO, spec, false);
                 let loaded = rtl.configure(&image).is_ok();
                 for (payload, answer) in rx {
@@ -98,16 +99,5 @@ impl Checker {
                 self.counts.skipped.fetch_add(1, Ordering::Relaxed);
             }
         }
-    }
-}
-
-/// Runs the calling thread only when a core would otherwise idle (Linux `SCHED_IDLE`): the check must
-/// never take CPU time from the server it checks, whose latency is real wall time.
-fn idle_priority() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: a plain syscall on the calling thread (0); failure only leaves the priority as it was
-    // (the board slot's own lowered priority then applies).
-    unsafe {
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
     }
 }

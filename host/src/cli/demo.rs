@@ -102,6 +102,7 @@ fn one(
         limits: Limits::default(),
         grace: Duration::from_secs(5),
         io_threads: 1,
+        io_priority: Default::default(),
         size_estimate: spork::policy::estimate::Statistic::Mean,
         kernel_timeout: Duration::from_secs(10),
         faults: Default::default(),
@@ -120,6 +121,7 @@ fn one(
         max_in_flight: 512,
         timeout: Duration::from_secs(10),
         seed: args.workload.seed,
+        priority: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let report = rt.block_on(spork::load::run(load)).context("the load run")?;

@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use spork::datapath::work::KernelImage;
 use spork::load::{LoadConfig, LoadReport, Protocol};
+use spork::priority::Priority;
 use spork_golden::Kernel;
 
 use super::live_trace::LiveTrace;
@@ -45,6 +46,13 @@ pub struct Args {
     /// requests to every server and every step.
     #[arg(long, value_name = "N")]
     items_per_sec: Option<f64>,
+    /// How the load generator's threads are scheduled: `realtime` (the lowest real-time level; needs
+    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO) keeps a server on the same machine from delaying the
+    /// sending and the reading of answers, which would count in the latencies measured. Give the
+    /// server's protocol threads the same (`spork serve --io-priority realtime`), or the load
+    /// generator delays them instead [default: normal].
+    #[arg(long, default_value = "normal", value_name = "PRIORITY")]
+    priority: Priority,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -92,6 +100,7 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
         max_in_flight: args.max_in_flight,
         timeout: args.timeout,
         seed: args.workload.seed,
+        priority: args.priority,
     })
 }
 
@@ -107,7 +116,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             cfg.protocol
         );
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // This thread too: it runs the loop that sends each request when the pacer says.
+    spork::priority::set(cfg.priority).context("--priority")?;
+    let priority = cfg.priority;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .on_thread_start(move || {
+            let _ = spork::priority::set(priority);
+        })
+        .enable_all()
+        .build()?;
     let report = rt.block_on(spork::load::run(cfg)).context("the load run")?;
     if args.json {
         out!("{}", serde_json::to_string_pretty(&report)?);

@@ -15,6 +15,7 @@ use spork::engine::Plan;
 use spork::input::InputError;
 use spork::model::Kind;
 use spork::policy::Scheduler;
+use spork::priority::Priority;
 use spork::serve::control::ModelControl;
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use std::sync::Arc;
@@ -101,6 +102,11 @@ pub struct Args {
     /// machine; more carry more connections [default: 1 per 8 cores, at least 1].
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
+    /// How the protocol threads are scheduled: `realtime` (the lowest real-time level; needs root,
+    /// CAP_SYS_NICE or RLIMIT_RTPRIO) puts them ahead of the CPU workers' kernels, so a request is
+    /// not left waiting for a core while kernels run on all of them [default: normal].
+    #[arg(long, value_name = "PRIORITY")]
+    io_priority: Option<Priority>,
     /// What a request is booked at before it runs: `mean` of the CPU time per item measured so far,
     /// or a percentile such as `p99` (fewer requests overrun their bookings and miss) [default: mean].
     #[arg(long, value_name = "ESTIMATE")]
@@ -196,6 +202,7 @@ struct File {
     #[serde(default, with = "humantime_serde_opt")]
     grace: Option<Duration>,
     io_threads: Option<usize>,
+    io_priority: Option<String>,
     size_estimate: Option<String>,
     dispatch_engine: Option<String>,
     max_cpu: Option<u32>,
@@ -238,7 +245,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, size_estimate, dispatch_engine, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
+               auth_health, grace, io_threads, io_priority, size_estimate, dispatch_engine, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
                a [worker_tls] table (cert, key, ca, name) and a [real_board] table (xclbin, xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -260,9 +267,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let cap = spork::serve::cpu_cap(cfg.plan, &cfg.board).caps.0[Kind::Cpu];
     let cpus = cap.map_or("as many as the policy wants".into(), |n| n.to_string());
+    let io_priority = cfg.io_priority;
     let running = spork::serve::start(cfg).context("starting the server")?;
     eprintln!(
-        "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus} (--max-cpu); ready (SIGTERM or Ctrl-C drains)",
+        "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus} (--max-cpu); protocol threads at {io_priority} priority; ready (SIGTERM or Ctrl-C drains)",
         running.http,
         running.grpc,
         running.server.models().into_iter().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
@@ -454,6 +462,13 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         limits,
         grace: args.grace.or(file.grace).unwrap_or(Duration::from_secs(5)),
         io_threads: io_threads(args.io_threads.or(file.io_threads))?,
+        io_priority: match (args.io_priority, file.io_priority) {
+            (Some(p), _) => p,
+            (None, Some(p)) => {
+                p.parse().map_err(|e| anyhow::anyhow!("io_priority in the config file: {e}"))?
+            }
+            (None, None) => Priority::Normal,
+        },
         size_estimate: match (args.size_estimate, file.size_estimate) {
             (Some(s), _) => s,
             (None, Some(s)) => {

@@ -1,6 +1,7 @@
 //! What a live pool is given.
 
 use crate::policy::estimate::Statistic;
+use crate::priority::Priority;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -48,6 +49,9 @@ pub struct PoolConfig {
     /// input item measured so far (`policy::estimate`; the mean, or a percentile such as the p99 that
     /// keeps requests from overrunning their bookings).
     pub size_estimate: Statistic,
+    /// How the CPU workers' threads are scheduled (default normal). `Realtime` runs each kernel to
+    /// the end without a time slice (the workers are at most the cores, so none shares one).
+    pub cpu_priority: Priority,
 }
 
 impl PoolConfig {
@@ -67,6 +71,7 @@ impl PoolConfig {
             limits: Limits::default(),
             share: None,
             size_estimate: Statistic::Mean,
+            cpu_priority: Priority::Normal,
         }
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::clock::Clock;
 use super::config::PoolConfig;
 use super::faults::Injector;
-use super::worker::{Event, JobMsg, Worker};
+use super::worker::{Event, JobMsg, UnitSetup, Worker};
 use crate::backend;
 use crate::datapath::work::Input;
 use crate::engine::{Arrival, Effects};
@@ -72,7 +72,7 @@ impl Effects for LiveFleet<'_> {
             self.generation,
             backends,
             cfg.image.clone(),
-            cfg.platform.fpga.link(),
+            UnitSetup { link: cfg.platform.fpga.link(), cpu_priority: cfg.cpu_priority },
             self.events.clone(),
             self.clock.clone(),
         );

@@ -23,6 +23,7 @@ use crate::backend::{Backend, BackendError, Configured, Executed, Power};
 use crate::datapath::work::{Answer, Input, KernelImage, Payload, Work};
 use crate::model::time::from_duration;
 use crate::model::{Kind, Link, Time, Unit, WorkerId};
+use crate::priority::Priority;
 
 /// What a worker does around its backend: told how configuring went, then given each job.
 pub trait Jobs: Send + 'static {
@@ -44,8 +45,11 @@ pub fn run_worker<J: Jobs>(
     image: Arc<KernelImage>,
     mut jobs: J,
     queue: mpsc::Receiver<J::Job>,
+    priority: Priority,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new().name(name).spawn(move || {
+        // Allowed: whoever asked for it checked first (`priority::check`).
+        let _ = crate::priority::set(priority);
         let configured = backend.configure(&image);
         let serving = jobs.configured(backend.as_ref(), configured);
         while let Ok(job) = queue.recv() {
@@ -301,6 +305,15 @@ pub struct Worker {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// How a worker's units run, by their kind.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UnitSetup {
+    /// An FPGA unit's link to the host: its transfers are charged on the board's timeline.
+    pub link: Link,
+    /// A CPU unit's thread priority.
+    pub cpu_priority: Priority,
+}
+
 impl Worker {
     /// Starts a worker for pool slot `slot` (generation `generation`): a thread per backend in
     /// `units` (its compute units, in order) that configures it with `image`, then serves the jobs
@@ -310,7 +323,7 @@ impl Worker {
         generation: u64,
         units: Vec<Box<dyn Backend>>,
         image: Arc<KernelImage>,
-        link: Link,
+        setup: UnitSetup,
         events: UnboundedSender<Event>,
         clock: Clock,
     ) -> Worker {
@@ -330,10 +343,11 @@ impl Worker {
                 clock: clock.clone(),
                 cancelled: cancel.clone(),
                 device_free: 0,
-                link: if kind == Kind::Fpga { link } else { Link::default() },
+                link: if kind == Kind::Fpga { setup.link } else { Link::default() },
             };
-            let thread =
-                run_worker(name, backend, image.clone(), jobs, rx).expect("spawning a worker thread");
+            let priority = if kind == Kind::Cpu { setup.cpu_priority } else { Priority::Normal };
+            let thread = run_worker(name, backend, image.clone(), jobs, rx, priority)
+                .expect("spawning a worker thread");
             worker.tx.push(tx);
             worker.threads.push(thread);
         }

@@ -18,6 +18,7 @@ use tokio::sync::{Mutex, Semaphore};
 use crate::datapath::work::KernelImage;
 use crate::model::Request;
 use crate::model::time::to_secs;
+use crate::priority::Priority;
 use body::WireTensor;
 pub use client::Protocol;
 pub use client::{Client, Outcome};
@@ -46,6 +47,10 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Seed of the request data.
     pub seed: u64,
+    /// How the pacing thread is scheduled (the caller's runtime threads are the caller's): on the
+    /// server's machine, `Realtime` keeps the server's kernels from delaying the requests' sending
+    /// and their answers' reading, which would count in their latency.
+    pub priority: Priority,
 }
 
 /// Why a load run could not start.
@@ -59,6 +64,9 @@ pub enum LoadError {
     /// Nothing to send.
     #[error("the trace holds no requests")]
     Empty,
+    /// The priority asked for was refused.
+    #[error("--priority: {0}")]
+    Priority(#[from] crate::priority::Refused),
     /// The OS refused the pacing thread.
     #[error("cannot start the thread that paces the requests: {0}")]
     Thread(String),
@@ -104,7 +112,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let report = Arc::new(Mutex::new(LoadReport::new()));
     let slots = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
     let start = std::time::Instant::now();
-    let mut due = pace(cfg.requests.iter().map(|r| r.arrival).collect(), start)?;
+    let mut due = pace(cfg.requests.iter().map(|r| r.arrival).collect(), start, cfg.priority)?;
     let mut tasks = tokio::task::JoinSet::new();
     while let Some(i) = due.recv().await {
         let r = &cfg.requests[i];
@@ -125,6 +133,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let mut report = Arc::try_unwrap(report).map(Mutex::into_inner).unwrap_or_else(|_| LoadReport::new());
     report.finish(start.elapsed(), to_secs(cfg.requests.last().map_or(0, |r| r.arrival)));
     report.items_per_sec = cfg.items_per_sec;
+    report.priority = cfg.priority;
     report.mean_items =
         cfg.requests.iter().map(|r| items(&cfg, r) as f64).sum::<f64>() / cfg.requests.len() as f64;
     Ok(report)
@@ -136,11 +145,14 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
 fn pace(
     arrivals: Vec<crate::model::Time>,
     start: std::time::Instant,
+    priority: Priority,
 ) -> Result<UnboundedReceiver<usize>, LoadError> {
+    crate::priority::check(priority)?;
     let (tx, rx) = unbounded_channel();
     std::thread::Builder::new()
         .name("spork-load-pacer".into())
         .spawn(move || {
+            let _ = crate::priority::set(priority);
             for (i, at) in arrivals.into_iter().enumerate() {
                 let due = start + Duration::from_nanos(at);
                 std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));

@@ -8,6 +8,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::client::Outcome;
+use crate::priority::Priority;
 
 /// The report.
 #[derive(Clone, Serialize)]
@@ -35,6 +36,8 @@ pub struct LoadReport {
     pub items_per_sec: f64,
     /// Input items per request sent, on average.
     pub mean_items: f64,
+    /// How the load generator's threads were scheduled.
+    pub priority: Priority,
     /// Where the answered requests' time went (ms, p50 / p99 / max): `server`, the server's own
     /// part (queue and service, as it reports them); `outside`, the rest of each latency (the load
     /// generator's lag, both transfers, the protocol path), for the answers that carry the server's;
@@ -89,6 +92,7 @@ impl LoadReport {
             wall_s: 0.0,
             items_per_sec: 0.0,
             mean_items: 0.0,
+            priority: Priority::Normal,
             split_ms: BTreeMap::new(),
             late_outside: 0,
             latency_us: histogram(),

@@ -193,6 +193,9 @@ impl Control {
         let measure = self.measure.clone();
         let dir = dir.to_path_buf();
         let kernelled = tokio::task::spawn_blocking(move || -> Result<Kernelled, String> {
+            // A blocking thread starts at the protocol threads' priority: loading (a build, a
+            // measurement of the kernel) must not run ahead of the workers.
+            let _ = crate::priority::set(crate::priority::Priority::Normal);
             measure.kernelled(spec::load(&dir).map_err(|e| e.to_string())?)
         })
         .await

@@ -39,6 +39,7 @@ use crate::live::{Clock, FaultPlan, LivePool, PoolConfig, PoolReport};
 use crate::model::{Kind, Platform};
 use crate::policy::arbitrate::Sharing;
 use crate::policy::batching::Batching;
+use crate::priority::Priority;
 use crate::repository::kernel::RepoKernel;
 pub use error::ServeError;
 use models::Model;
@@ -170,6 +171,9 @@ pub struct ServeConfig {
     /// fastest per request on a small machine: with two, a request's wake-ups cross between them
     /// (measured: 271 us against 170 us at p50 on a 2-core VM); more carry more connections.
     pub io_threads: usize,
+    /// How the protocol threads are scheduled: [`Priority::Realtime`] puts them ahead of the CPU
+    /// workers' kernels, so a request is read and answered without waiting for a kernel's slice.
+    pub io_priority: Priority,
     /// What a request is booked at before it has run: a statistic of the measured sizes.
     pub size_estimate: Statistic,
     /// A board kernel running longer than this is abandoned and its request re-run on a CPU.
@@ -207,6 +211,8 @@ pub struct PoolFactory {
     clock: Clock,
     /// The protocol runtime: each pool's dispatcher is a task on it (see [`LivePool::start_in`]).
     home: tokio::runtime::Handle,
+    /// The CPU workers' priority: the protocol threads'.
+    priority: Priority,
 }
 
 impl PoolFactory {
@@ -218,6 +224,7 @@ impl PoolFactory {
             kernel_timeout: self.kernel_timeout,
             faults: self.faults.clone(),
             share: self.shared.clone().zip(share),
+            cpu_priority: self.priority,
             ..PoolConfig::new(k.platform, self.plan_for(k), k.image.clone(), k.calibration)
         }
         .sized_at(self.size_estimate);
@@ -271,6 +278,9 @@ pub enum StartError {
     /// The OS refused a thread or the async runtime.
     #[error("cannot start the server: {0}")]
     Io(#[from] std::io::Error),
+    /// The protocol threads may not run at the priority asked for.
+    #[error("--io-priority: {0}")]
+    Priority(#[from] crate::priority::Refused),
     /// A pool did not answer its probe.
     #[error("the {model} pool did not answer its start-up probe: {why}")]
     Probe {
@@ -295,12 +305,18 @@ pub struct Running {
 
 /// Starts the server: pools, a probe through each (readiness), then both listeners.
 pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
+    let io_priority = cfg.io_priority;
+    crate::priority::check(io_priority)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.io_threads.max(1))
         // The pools' dispatchers are woken from the workers' threads (through the shared queue): look
         // there at every task, not every 31st, so that an answer never waits behind the connections.
         .global_queue_interval(1)
         .thread_name("spork-io")
+        // Checked above; the runtime's blocking threads get it too, and drop it for their work.
+        .on_thread_start(move || {
+            let _ = crate::priority::set(io_priority);
+        })
         .enable_all()
         .build()?;
     let cfg = ServeConfig { plan: cpu_cap(cfg.plan, &cfg.board), ..cfg };
@@ -326,6 +342,7 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         shared: shared.clone(),
         clock: clock.clone(),
         home: rt.handle().clone(),
+        priority: io_priority,
     });
     let mut pools = Vec::new();
     for (i, k) in cfg.kernels.iter().enumerate() {

@@ -271,8 +271,15 @@ impl Slots {
         let lease = Arc::new(Lease { session, kind, jobs, shared: shared.clone() });
         let model = image.kernel.repo().cloned();
         let slot = SlotJobs { slots: self.clone(), lease: shared, ready: Some(ready_tx), model };
-        run_worker(format!("spork-slot-{}", kind.name()), backend, Arc::new(image), slot, queue)
-            .map_err(|e| LeaseError::Invalid(format!("cannot start a slot thread: {e}")))?;
+        run_worker(
+            format!("spork-slot-{}", kind.name()),
+            backend,
+            Arc::new(image),
+            slot,
+            queue,
+            Default::default(),
+        )
+        .map_err(|e| LeaseError::Invalid(format!("cannot start a slot thread: {e}")))?;
         let (configured, reference, power) = ready
             .recv()
             .map_err(|_| LeaseError::Invalid("the slot's thread ended while configuring".into()))??;
