@@ -5,6 +5,8 @@
 # bounded in time; print one line per step. The CPU-only limit is cores / service time.
 #   scripts/serve-capacity.sh [SPORK_BINARY] [SECONDS_PER_STEP] [RATES...]
 # PLATFORM=FILE passes a platform profile to the server (e.g. CPU workers that start in 100 us).
+# PRIORITY=realtime runs the server's protocol threads and CPU workers and the load generator at the
+# lowest real-time level (root or CAP_SYS_NICE; see README's Performance).
 # ITEMS_PER_SEC=N pins the requests' size; by default the first step's calibration is kept for every
 # later step and both schedulers (the load generator's calibration moved by up to a third between runs here).
 set -euo pipefail
@@ -16,7 +18,7 @@ rates=("$@")
 deadline_ms=10 # the profile's deadline factor (10) times the 1 ms size
 for scheduler in spork-e cpu-dynamic; do
   "$bin" serve --models sobel --scheduler "$scheduler" --http 127.0.0.1:18500 --grpc 127.0.0.1:18501 \
-    ${PLATFORM:+--platform "$PLATFORM"} 2>/dev/null &
+    ${PLATFORM:+--platform "$PLATFORM"} --io-priority "${PRIORITY:-normal}" 2>/dev/null &
   pid=$!
   for _ in $(seq 1 100); do
     curl -sf 127.0.0.1:18500/v2/health/ready >/dev/null 2>&1 && break
@@ -25,6 +27,7 @@ for scheduler in spork-e cpu-dynamic; do
   for rate in "${rates[@]}"; do
     out=$(timeout $((step * 3 + 30)) "$bin" load --target 127.0.0.1:18500 --model sobel --rate "$rate" \
       --duration "${step}s" --burstiness 0.5 --size 1ms --deadline-ms "$deadline_ms" --json \
+      --priority "${PRIORITY:-normal}" \
       ${ITEMS_PER_SEC:+--items-per-sec "$ITEMS_PER_SEC"})
     ITEMS_PER_SEC=${ITEMS_PER_SEC:-$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["items_per_sec"])' "$out")}
     python3 -c '

@@ -4,9 +4,16 @@
 //! Why a real-time level: with the CPU workers' kernels on every core, a protocol thread woken by a
 //! request waits for a core until the running kernel's scheduler slice ends, at each of a request's
 //! wake-ups. Measured on a 2-core VM at 1,400 requests/s of 0.5 ms Sobel (README, Performance): the
-//! handler's p99 was 1.2-2.0 ms with the protocol thread at the normal priority, whether the workers
-//! ran at nice 10, `SCHED_BATCH`, `SCHED_IDLE` or a 0.1 ms slice, and 0.2-0.3 ms with it at the lowest
-//! real-time level (`SCHED_FIFO` 1), which takes a core when it wakes and gives it back when it waits.
+//! handler's p99 was 0.7-2.0 ms with every thread at the normal priority, whether the workers ran at
+//! nice 10, `SCHED_BATCH`, `SCHED_IDLE` or a 0.1 ms slice, and 0.2-0.4 ms with the protocol threads,
+//! the CPU workers and the load generator all at `SCHED_FIFO` 1. One level for all of them: no thread
+//! on the path is time-sliced, a kernel runs to its end, and a protocol thread that wakes behind
+//! kernels takes the next core to free and then handles everything that has come in. The protocol
+//! threads one level above the kernels (preempting them at every wake-up) measured far worse at
+//! 2,000 requests/s (p50 8.1 against 2.8-3.1 ms): twice the load generator's CPU time and the
+//! kernels cut mid-run. The real-time level alone without the workers, or without the load
+//! generator on the same machine, was worse than none: the threads left at the normal priority
+//! starve behind it.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,8 +25,9 @@ pub enum Priority {
     /// The normal time-shared priority.
     #[default]
     Normal,
-    /// The lowest real-time level, `SCHED_FIFO` 1: ahead of every normal thread, so of the kernels.
-    /// Needs root, `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` of at least 1; the kernel's real-time
+    /// The lowest real-time level, `SCHED_FIFO` 1, for the protocol threads, the CPU workers and the
+    /// load generator alike: ahead of every normal thread, and none of them time-sliced. Needs root,
+    /// `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` of at least 1; the kernel's real-time
     /// throttling (95% of each second by default) still leaves the other threads a share.
     Realtime,
 }

@@ -5,7 +5,8 @@
 # `spork load` at rising rates), answers checked, repeated; prints the tables and keeps every
 # measurement. Downloads nvidia-pytriton (55 MB) once; optional in CI.
 #   scripts/triton/side-by-side.sh [SPORK_BINARY] [side_by_side.py options: --runs 3 --step 10
-#                                   --rates 400,800,1200,1600 --servers spork,spork-cpu,triton-cpp,triton-python]
+#                                   --rates 400,800,1200,1600 --servers spork,spork-cpu,triton-cpp,triton-python
+#                                   --priority realtime]
 #   OUT=DIR  where measurements.jsonl and the servers' logs go (default target/side-by-side)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -8,6 +8,8 @@ C++ backend of spork_sobel_backend.cc; Triton with a Python model), on loopback 
   3. load: `spork load` (open loop, 1 ms requests, 10 ms deadline) at each rate for --step seconds,
      with the load generator's own CPU time (user + system) read from its rusage; the requests'
      size is fixed by the first step's calibration (or --items-per-sec) for every step and server;
+     with --priority realtime, the load generator and each server run at the lowest real-time level
+     (spork's --io-priority; Triton, which has no such setting, whole under `chrt -f 1`);
   4. stop it.
 Writes every measurement as a JSON line to OUT/measurements.jsonl and prints the summary tables
 (medians over the runs, and the spread) that summarise.py makes. Run through side-by-side.sh.
@@ -47,7 +49,8 @@ def start(server, a, env):
     if server.startswith("spork"):
         scheduler = "cpu-dynamic" if server == "spork-cpu" else "spork-e"
         cmd = [a.spork, "serve", "--models", "sobel", "--scheduler", scheduler,
-               "--http", f"127.0.0.1:{HTTP}", "--grpc", f"127.0.0.1:{GRPC}"] + a.spork_arg
+               "--http", f"127.0.0.1:{HTTP}", "--grpc", f"127.0.0.1:{GRPC}",
+               "--io-priority", a.priority] + a.spork_arg
         child_env = None
     else:
         repo = "cpp" if server == "triton-cpp" else "python"
@@ -57,6 +60,8 @@ def start(server, a, env):
                "--grpc-address", "127.0.0.1", "--grpc-port", str(GRPC),
                "--allow-metrics", "false", "--log-warning", "false"]
         child_env = dict(os.environ, LD_LIBRARY_PATH=f"{env['TRITON_LIBS']}:{env['PYTHON_LIBDIR']}")
+        if a.priority == "realtime":
+            cmd = ["chrt", "-f", "1"] + cmd
     log = open(os.path.join(a.out, f"{server}.log"), "ab")
     return subprocess.Popen(cmd, stdout=log, stderr=log, env=child_env, start_new_session=True)
 
@@ -86,7 +91,7 @@ def load(a, rate):
     pin = ["--items-per-sec", repr(a.items_per_sec)] if a.items_per_sec else []
     out = subprocess.run([a.spork, "load", "--target", f"127.0.0.1:{HTTP}", "--model", "sobel",
                           "--rate", str(rate), "--duration", f"{a.step}s", "--burstiness", "0.5",
-                          "--size", "1ms", "--deadline-ms", "10", "--json", *pin],
+                          "--size", "1ms", "--deadline-ms", "10", "--priority", a.priority, "--json", *pin],
                          capture_output=True, text=True, timeout=a.step * 3 + 60)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
@@ -116,6 +121,8 @@ def main():
     ap.add_argument("--items-per-sec", type=float, default=None,
                     help="the speed that sizes 1 ms requests [default: the first load step's calibration, "
                          "then kept for every step and server]")
+    ap.add_argument("--priority", choices=["normal", "realtime"], default="normal",
+                    help="the load generator's and the servers' scheduling (realtime: needs root or CAP_SYS_NICE)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     env = dict(line.strip().split("=", 1) for line in open(os.path.join(a.triton_dir, "env.sh")) if "=" in line)

@@ -46,11 +46,11 @@ pub struct Args {
     /// requests to every server and every step.
     #[arg(long, value_name = "N")]
     items_per_sec: Option<f64>,
-    /// How the load generator's threads are scheduled: `realtime` (the lowest real-time level; needs
-    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO) keeps a server on the same machine from delaying the
+    /// How the load generator's threads are scheduled: `realtime` (SCHED_FIFO 1; needs root,
+    /// CAP_SYS_NICE or RLIMIT_RTPRIO) keeps a server's kernels on the same machine from delaying the
     /// sending and the reading of answers, which would count in the latencies measured. Give the
-    /// server's protocol threads the same (`spork serve --io-priority realtime`), or the load
-    /// generator delays them instead [default: normal].
+    /// server the same (`spork serve --io-priority realtime`), or it starves behind the load
+    /// generator instead [default: normal].
     #[arg(long, default_value = "normal", value_name = "PRIORITY")]
     priority: Priority,
     /// Print the report as JSON.

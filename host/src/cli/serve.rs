@@ -102,9 +102,11 @@ pub struct Args {
     /// machine; more carry more connections [default: 1 per 8 cores, at least 1].
     #[arg(long, value_name = "N")]
     io_threads: Option<usize>,
-    /// How the protocol threads are scheduled: `realtime` (the lowest real-time level; needs root,
-    /// CAP_SYS_NICE or RLIMIT_RTPRIO) puts them ahead of the CPU workers' kernels, so a request is
-    /// not left waiting for a core while kernels run on all of them [default: normal].
+    /// How the protocol threads and the CPU workers are scheduled: `realtime` (SCHED_FIFO 1; needs
+    /// root, CAP_SYS_NICE or RLIMIT_RTPRIO) runs them ahead of every other thread and never
+    /// time-slices a kernel, so a request does not wait out a kernel's slice at each of its
+    /// wake-ups. A load generator on the same machine needs the same (`spork load --priority
+    /// realtime`), or it starves behind them [default: normal].
     #[arg(long, value_name = "PRIORITY")]
     io_priority: Option<Priority>,
     /// What a request is booked at before it runs: `mean` of the CPU time per item measured so far,

@@ -171,8 +171,8 @@ pub struct ServeConfig {
     /// fastest per request on a small machine: with two, a request's wake-ups cross between them
     /// (measured: 271 us against 170 us at p50 on a 2-core VM); more carry more connections.
     pub io_threads: usize,
-    /// How the protocol threads are scheduled: [`Priority::Realtime`] puts them ahead of the CPU
-    /// workers' kernels, so a request is read and answered without waiting for a kernel's slice.
+    /// How the protocol threads and the CPU workers are scheduled: [`Priority::Realtime`] runs them
+    /// ahead of every other thread and never time-slices a kernel (see [`crate::priority`]).
     pub io_priority: Priority,
     /// What a request is booked at before it has run: a statistic of the measured sizes.
     pub size_estimate: Statistic,
