@@ -329,3 +329,48 @@ fn at_the_realtime_priority_the_request_path_runs_first_and_loses_nothing() {
     assert_eq!(report.ok + PROBE, r.answered, "each answer the client got is one the server gave, once");
     assert_eq!(r.offered, r.answered + r.rejected + r.rejected_at_stop, "the server settled each once");
 }
+
+/// One request at a time, each booked at an estimate far above what it takes (the first large
+/// images after many tiny ones: the CPU time per item measured so far is the tiny ones', mostly
+/// fixed cost), is never refused, and needs no second worker: each answer tells the pool its CPU
+/// is free again, so the bookings' surplus does not pile up into a backlog that is not there.
+#[test]
+fn one_request_at_a_time_booked_above_its_size_is_never_refused() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let k = Kernelled::own("sobel", None, None, false).expect("calibration");
+    let cfg = spork::live::PoolConfig::new(
+        k.platform,
+        Plan { seed: 3, ..Plan::new(Scheduler::CpuDynamic) },
+        k.image.clone(),
+        k.calibration,
+    )
+    .sized_at(spork::policy::estimate::Statistic::Mean);
+    let pool =
+        spork::live::LivePool::start(cfg, Default::default(), spork::live::Clock::start()).expect("pool");
+    let image = |side: usize| {
+        let pixels = (0..side * side).map(|i| (i * 7 % 251) as u8).collect();
+        std::sync::Arc::new(spork::datapath::work::Work {
+            mandatory: spork::datapath::work::Payload::Image { pixels, width: side },
+            optional: None,
+        })
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let refused = rt.block_on(async {
+        let mut refused = Vec::new();
+        for (side, n) in [(3, 300), (256, 300)] {
+            let work = image(side);
+            for i in 0..n {
+                if let Err(e) = pool.submit(work.clone(), None, None).await {
+                    refused.push(format!("{side}x{side} #{i}: {e}"));
+                }
+            }
+        }
+        refused
+    });
+    pool.drain();
+    let r = pool.join().expect("the pool's report");
+    eprintln!("answered {} on CPUs, {} CPU spin-ups; refused: {refused:?}", r.answered_cpu, r.cpu_spin_ups);
+    assert!(refused.is_empty(), "{} refused, the first: {:?}", refused.len(), refused.first());
+    assert_eq!(r.answered, 600);
+    assert!(r.cpu_spin_ups <= 2, "a worker at a time suffices: {} spin-ups", r.cpu_spin_ups);
+}

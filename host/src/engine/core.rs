@@ -333,8 +333,16 @@ impl Engine {
     /// (a board slower than its model, a starved CPU thread), the pool takes the later time, so
     /// dispatch sees the real backlog: a worker behind by more than a request's deadline horizon
     /// takes no more of it, and with [`Admission::RejectLate`] its queue stays within deadlines.
+    /// Earlier, on a CPU, it takes that too: a live client's request is booked at an estimate, and
+    /// one that ran shorter leaves its worker free sooner; kept, the difference would pile up into
+    /// a backlog that is not there (a client sending one request at a time, each booked at twice
+    /// what it takes, found its worker booked past every deadline and was refused). A board's
+    /// booking is its model's own timeline and may hold a batch not yet sent: only ever later.
     pub fn observe_backlog(&mut self, unit: Unit, drains_at: Time) {
-        self.pool.delay(unit, drains_at);
+        match self.pool.worker(unit.worker).kind {
+            Kind::Cpu => self.pool.settle(unit, drains_at),
+            Kind::Fpga => self.pool.delay(unit, drains_at),
+        }
     }
 
     /// Takes a worker that failed (a board that did not configure, a hung kernel) out of service now:

@@ -435,6 +435,12 @@ impl Run<'_> {
             self.st.faults.late_discarded += 1;
             return;
         };
+        // A CPU's queue drains when what is left on it has run from here, however long this one
+        // was booked at (a board's booking is its own timeline: see `Engine::observe_backlog`).
+        if d.kind == Kind::Cpu {
+            let unit = o.booked.unit();
+            self.engine.observe_backlog(unit, d.wall.1.saturating_add(self.inflight.queued_service(unit)));
+        }
         let (failure, why) = match std::mem::replace(&mut d.result, Ok(None)) {
             Ok(Some(answer)) if !d.mismatch => return self.answered(&d, o, answer),
             Ok(Some(_)) => {

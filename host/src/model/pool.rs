@@ -487,6 +487,20 @@ impl Pool {
         }
     }
 
+    /// Sets an active single-unit worker's drain to `until`, earlier or later than its booking (its
+    /// real queue ran shorter or longer than booked), never before it was ready; busy time is
+    /// unchanged, as in [`Pool::delay`].
+    pub fn settle(&mut self, unit: Unit, until: Time) {
+        let w = &self.slots[unit.worker.index()];
+        if w.state != WorkerState::Active || self.multi(w.kind) {
+            return self.delay(unit, until);
+        }
+        let until = until.max(w.ready_at);
+        if until != w.busy_until {
+            self.rekey(unit.worker, until);
+        }
+    }
+
     /// Drops a failed worker's queue at `now`: the work it had not done leaves its busy time (it is
     /// re-run elsewhere), so it can be released at once.
     pub fn abort_queue(&mut self, id: WorkerId, now: Time) {
@@ -684,6 +698,32 @@ mod tests {
         assert_eq!(p.drains_at(Unit { worker: a, cu: 0 }), 0);
         assert_eq!(p.worker(a).busy_until, 70);
         assert_eq!(p.worker(a).busy, 0, "waiting is not work");
+    }
+
+    #[test]
+    fn a_worker_settles_on_its_real_drain_earlier_or_later_but_a_board_of_cus_only_later() {
+        let mut p = Pool::new();
+        let cpu = p.prewarm(Kind::Cpu, 0, 10);
+        let other = p.prewarm(Kind::Cpu, 0, 10);
+        p.assign(cpu, 0, 100); // booked at an estimate: busy until 100
+        p.assign(other, 0, 60);
+        p.settle(Unit::of(cpu), 30); // ran shorter: free at 30
+        assert_eq!(p.worker(cpu).busy_until, 30);
+        assert_eq!((p.worker(cpu).busy, p.worker(cpu).occupied), (100, 100), "booked work is charged");
+        // Dispatch sees it: by 50, the one that drains at 30 is the only one that can start.
+        assert_eq!(p.latest_free_by(Phase::Active, Kind::Cpu, 10, 50), Some(Unit::of(cpu)));
+        p.settle(Unit::of(cpu), 120); // and longer
+        assert_eq!(p.worker(cpu).busy_until, 120);
+        // Never before it is ready.
+        let late = p.spin_up(Kind::Cpu, 0, 40);
+        p.finish_spin_up(late);
+        p.settle(Unit::of(late), 10);
+        assert_eq!(p.worker(late).busy_until, 40);
+        // A board of CUs keeps its booking unless later (a batch may be booked and not yet sent).
+        let (mut b, a, _) = two_boards_of_three();
+        b.assign(Unit { worker: a, cu: 0 }, 0, 100);
+        b.settle(Unit { worker: a, cu: 0 }, 30);
+        assert_eq!((b.drains_at(Unit { worker: a, cu: 0 }), b.worker(a).busy_until), (100, 100));
     }
 
     #[test]
