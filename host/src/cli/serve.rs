@@ -106,7 +106,9 @@ pub struct Args {
     /// root, CAP_SYS_NICE or RLIMIT_RTPRIO) runs them ahead of every other thread and never
     /// time-slices a kernel, so a request does not wait out a kernel's slice at each of its
     /// wake-ups. A load generator on the same machine needs the same (`spork load --priority
-    /// realtime`), or it starves behind them [default: normal].
+    /// realtime`), or it starves behind them. Keep it for loads that leave the cores some room: near
+    /// full use, the kernel's real-time throttling (95% of each second by default) stops every
+    /// real-time thread of a core for the rest of the second [default: normal].
     #[arg(long, value_name = "PRIORITY")]
     io_priority: Option<Priority>,
     /// What a request is booked at before it runs: `mean` of the CPU time per item measured so far,
