@@ -124,6 +124,12 @@ def main():
     ap.add_argument("--priority", choices=["normal", "realtime"], default="normal",
                     help="the load generator's and the servers' scheduling (realtime: needs root or CAP_SYS_NICE)")
     a = ap.parse_args()
+    if a.priority == "realtime":
+        # Refused, it would look like a server that did not start: say so first.
+        probe = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise SystemExit(f"--priority realtime: real-time threads are refused here ({probe.stderr.strip()}); "
+                             "run as root or with CAP_SYS_NICE, or leave --priority out")
     os.makedirs(a.out, exist_ok=True)
     env = dict(line.strip().split("=", 1) for line in open(os.path.join(a.triton_dir, "env.sh")) if "=" in line)
     env = {k: v.strip('"') for k, v in env.items()}
