@@ -21,19 +21,14 @@ const PROBE: u64 = 1;
 /// One server at a time: two on two cores would make each other's CPU workers miss.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
-    let mut k = Kernelled::own("dense", None, None, false).expect("calibration");
-    // Boards come within half a second, so the run uses them early, and cost next to nothing, so
-    // SporkE holds them at these loads on any machine (with the paper's powers its choice at a few
-    // hundred small requests a second is close, and a fast machine's timing tipped it to none).
-    k.platform.fpga.spin_up = from_secs(0.5);
-    k.platform.fpga.idle_power_w = 0.01;
-    k.platform.fpga.busy_power_w = 1.0;
-    let cfg = ServeConfig {
+/// A loopback server of `kernels` under `scheduler` on the emulated board, with the defaults the
+/// tests share; each test changes what it is about.
+fn config(kernels: Vec<Kernelled>, scheduler: Scheduler) -> ServeConfig {
+    ServeConfig {
         http: "127.0.0.1:0".parse().expect("addr"),
         grpc: "127.0.0.1:0".parse().expect("addr"),
-        kernels: vec![k.clone()],
-        plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
+        kernels,
+        plan: Plan { seed: 3, ..Plan::new(scheduler) },
         board: Board::Model(None),
         boards: None,
         token: None,
@@ -43,9 +38,24 @@ fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
         io_threads: 1,
         io_priority: Default::default(),
         size_estimate: spork::policy::estimate::Statistic::Mean,
+        kernel_timeout: Duration::from_secs(10),
+        faults: FaultPlan::default(),
+        repository: None,
+    }
+}
+
+fn server(faults: FaultPlan, kernel_timeout: Duration) -> (Running, Kernelled) {
+    let mut k = Kernelled::own("dense", None, None, false).expect("calibration");
+    // Boards come within half a second, so the run uses them early, and cost next to nothing, so
+    // SporkE holds them at these loads on any machine (with the paper's powers its choice at a few
+    // hundred small requests a second is close, and a fast machine's timing tipped it to none).
+    k.platform.fpga.spin_up = from_secs(0.5);
+    k.platform.fpga.idle_power_w = 0.01;
+    k.platform.fpga.busy_power_w = 1.0;
+    let cfg = ServeConfig {
         kernel_timeout,
         faults,
-        repository: None,
+        ..config(vec![k.clone()], Scheduler::Spork(Objective::ENERGY))
     };
     (spork::serve::start(cfg).expect("the server starts"), k)
 }
@@ -180,24 +190,7 @@ fn one_board_shared_by_two_models_moves_to_the_one_with_work_and_is_never_held_t
             k
         })
         .into();
-    let cfg = ServeConfig {
-        http: "127.0.0.1:0".parse().expect("addr"),
-        grpc: "127.0.0.1:0".parse().expect("addr"),
-        kernels: kernels.clone(),
-        plan: Plan { seed: 3, ..Plan::new(Scheduler::Spork(Objective::ENERGY)) },
-        board: Board::Model(None),
-        boards: Some(1),
-        token: None,
-        open_health: true,
-        limits: Limits::default(),
-        grace: Duration::from_secs(3),
-        io_threads: 1,
-        io_priority: Default::default(),
-        size_estimate: spork::policy::estimate::Statistic::Mean,
-        kernel_timeout: Duration::from_secs(10),
-        faults: FaultPlan::default(),
-        repository: None,
-    };
+    let cfg = ServeConfig { boards: Some(1), ..config(kernels.clone(), Scheduler::Spork(Objective::ENERGY)) };
     let running = spork::serve::start(cfg).expect("the server starts");
     // Sample the census every 20 ms while the load runs: the board is never held by both.
     let server = running.server.clone();
@@ -275,24 +268,8 @@ fn thread_policies() -> Vec<(u32, String, bool)> {
 fn at_the_realtime_priority_the_request_path_runs_first_and_loses_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let k = Kernelled::own("dense", None, None, false).expect("calibration");
-    let cfg = ServeConfig {
-        http: "127.0.0.1:0".parse().expect("addr"),
-        grpc: "127.0.0.1:0".parse().expect("addr"),
-        kernels: vec![k.clone()],
-        plan: Plan { seed: 3, ..Plan::new(Scheduler::CpuDynamic) },
-        board: Board::Model(None),
-        boards: None,
-        token: None,
-        open_health: true,
-        limits: Limits::default(),
-        grace: Duration::from_secs(3),
-        io_threads: 1,
-        io_priority: Priority::Realtime,
-        size_estimate: spork::policy::estimate::Statistic::Mean,
-        kernel_timeout: Duration::from_secs(10),
-        faults: FaultPlan::default(),
-        repository: None,
-    };
+    let cfg =
+        ServeConfig { io_priority: Priority::Realtime, ..config(vec![k.clone()], Scheduler::CpuDynamic) };
     if spork::priority::check(Priority::Realtime).is_err() {
         let e = spork::serve::start(cfg).err().expect("a refused priority stops the start");
         assert!(matches!(e, StartError::Priority(_)), "{e}");
