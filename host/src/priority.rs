@@ -94,21 +94,15 @@ pub fn set(priority: Priority) -> Result<(), Refused> {
 /// Whether this process may put threads at `priority`: tried on a short-lived thread of its own, so
 /// that a refusal is found before the threads that need it start.
 pub fn check(priority: Priority) -> Result<(), Refused> {
+    if priority == Priority::Normal {
+        return Ok(());
+    }
     std::thread::Builder::new()
         .name("spork-priority".into())
         .spawn(move || set(priority))
         .map_err(Refused)?
         .join()
         .unwrap_or_else(|_| Err(Refused(std::io::Error::other("the check's thread panicked"))))
-}
-
-/// The calling thread's scheduling policy and real-time level, as the system reports them.
-pub fn current() -> (i32, i32) {
-    let mut param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: plain syscalls on the calling thread (0), writing into a valid `sched_param`.
-    let policy = unsafe { libc::sched_getscheduler(0) };
-    unsafe { libc::sched_getparam(0, &mut param) };
-    (policy, param.sched_priority)
 }
 
 /// Runs the calling thread only when a core would otherwise idle (`SCHED_IDLE`), best effort: for a
@@ -133,6 +127,15 @@ pub fn lower(nice: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The calling thread's scheduling policy and real-time level, as the system reports them.
+    fn current() -> (i32, i32) {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: plain syscalls on the calling thread (0), writing into a valid `sched_param`.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        unsafe { libc::sched_getparam(0, &mut param) };
+        (policy, param.sched_priority)
+    }
 
     #[test]
     fn names_parse_back_and_a_bad_one_is_named() {

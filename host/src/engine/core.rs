@@ -337,12 +337,10 @@ impl Engine {
     /// one that ran shorter leaves its worker free sooner; kept, the difference would pile up into
     /// a backlog that is not there (a client sending one request at a time, each booked at twice
     /// what it takes, found its worker booked past every deadline and was refused). A board's
-    /// booking is its model's own timeline and may hold a batch not yet sent: only ever later.
+    /// booking is its model's own timeline and may hold a batch not yet sent: only ever later
+    /// ([`Pool::settle`]).
     pub fn observe_backlog(&mut self, unit: Unit, drains_at: Time) {
-        match self.pool.worker(unit.worker).kind {
-            Kind::Cpu => self.pool.settle(unit, drains_at),
-            Kind::Fpga => self.pool.delay(unit, drains_at),
-        }
+        self.pool.settle(unit, drains_at);
     }
 
     /// Takes a worker that failed (a board that did not configure, a hung kernel) out of service now:

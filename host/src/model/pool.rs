@@ -487,12 +487,13 @@ impl Pool {
         }
     }
 
-    /// Sets an active single-unit worker's drain to `until`, earlier or later than its booking (its
-    /// real queue ran shorter or longer than booked), never before it was ready; busy time is
-    /// unchanged, as in [`Pool::delay`].
+    /// Sets an active CPU's drain to `until`, earlier or later than its booking (its real queue ran
+    /// shorter or longer than booked: a live client's request is booked at an estimate), never
+    /// before it was ready; busy time is unchanged, as in [`Pool::delay`]. A board, whose booking is
+    /// its own timeline and may hold a batch not yet sent, is only ever [`Pool::delay`]ed.
     pub fn settle(&mut self, unit: Unit, until: Time) {
         let w = &self.slots[unit.worker.index()];
-        if w.state != WorkerState::Active || self.multi(w.kind) {
+        if w.kind != Kind::Cpu || w.state != WorkerState::Active || self.multi(w.kind) {
             return self.delay(unit, until);
         }
         let until = until.max(w.ready_at);
@@ -701,7 +702,7 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_settles_on_its_real_drain_earlier_or_later_but_a_board_of_cus_only_later() {
+    fn a_cpu_settles_on_its_real_drain_earlier_or_later_but_a_board_only_later() {
         let mut p = Pool::new();
         let cpu = p.prewarm(Kind::Cpu, 0, 10);
         let other = p.prewarm(Kind::Cpu, 0, 10);
@@ -719,7 +720,13 @@ mod tests {
         p.finish_spin_up(late);
         p.settle(Unit::of(late), 10);
         assert_eq!(p.worker(late).busy_until, 40);
-        // A board of CUs keeps its booking unless later (a batch may be booked and not yet sent).
+        // A board keeps its booking unless later (a batch may be booked and not yet sent).
+        let board = p.prewarm(Kind::Fpga, 0, 10);
+        p.assign(board, 0, 100);
+        p.settle(Unit::of(board), 30);
+        assert_eq!(p.worker(board).busy_until, 100);
+        p.settle(Unit::of(board), 130);
+        assert_eq!(p.worker(board).busy_until, 130);
         let (mut b, a, _) = two_boards_of_three();
         b.assign(Unit { worker: a, cu: 0 }, 0, 100);
         b.settle(Unit { worker: a, cu: 0 }, 30);
