@@ -15,6 +15,11 @@ pub struct PoolArgs {
     /// frees up first.
     #[arg(long, value_name = "N")]
     pub max_cpu: Option<u32>,
+    /// CPU workers held warm from the start and never released below, as a serving framework's fixed
+    /// instances (0: the paper's, which releases every idle CPU after its timeout). Within --max-cpu;
+    /// their idle power is counted.
+    #[arg(long, value_name = "N")]
+    pub min_cpu: Option<u32>,
     /// Cap on FPGA workers; the allocator's target is clipped to it.
     #[arg(long, value_name = "N")]
     pub max_fpga: Option<u32>,
@@ -70,13 +75,19 @@ impl PoolArgs {
             );
         }
         let batching = self.batching()?;
+        self.check_floor(schedulers)?;
         let max_fpga = match (self.max_fpga, fpga_limit) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let mut plans = Vec::new();
         for &s in schedulers {
-            let plan = Plan { caps: Caps(PerKind::new(self.max_cpu, max_fpga)), batching, ..base(s) };
+            let plan = Plan {
+                caps: Caps(PerKind::new(self.max_cpu, max_fpga)),
+                batching,
+                min_cpu: self.min_cpu.unwrap_or(0),
+                ..base(s)
+            };
             plans.push(plan);
             if let Some(controller) = self.brownout {
                 let setup = PoolBrownout {
@@ -88,6 +99,22 @@ impl PoolArgs {
             }
         }
         Ok(plans)
+    }
+
+    /// `--min-cpu` within `--max-cpu` and for schedulers with CPUs.
+    fn check_floor(&self, schedulers: &[Scheduler]) -> anyhow::Result<()> {
+        let min = self.min_cpu.unwrap_or(0);
+        if let Some(max) = self.max_cpu.filter(|&max| min > max) {
+            bail!(
+                "--min-cpu {min} is above --max-cpu {max}\n  fix: hold at most as many CPUs as the cap allows"
+            );
+        }
+        if let Some(s) = schedulers.iter().find(|s| min > 0 && !s.fleet().cpu) {
+            bail!(
+                "--min-cpu: scheduler {s} uses no CPU workers\n  fix: drop --min-cpu, or pick a scheduler with CPUs"
+            );
+        }
+        Ok(())
     }
 
     /// A server batches per model, as its model.toml's `[batching]` says (as Triton's model config

@@ -17,6 +17,7 @@ use spork::model::Kind;
 use spork::policy::Scheduler;
 use spork::priority::Priority;
 use spork::serve::control::ModelControl;
+use spork::serve::server::MAX_DEADLINE_MS;
 use spork::serve::{Kernelled, Limits, ServeConfig};
 use std::sync::Arc;
 
@@ -115,6 +116,12 @@ pub struct Args {
     /// or a percentile such as `p99` (fewer requests overrun their bookings and miss) [default: mean].
     #[arg(long, value_name = "ESTIMATE")]
     size_estimate: Option<Statistic>,
+    /// Plan each request that states `deadline_ms` to finish this long before it: the time it spends
+    /// outside the server (its bytes both ways, the client's own threads), which the client's deadline
+    /// counts and the server's clock does not. Misses are still counted against the deadline itself
+    /// [default: 0s].
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    deadline_margin: Option<u64>,
     /// A worker host (`spork worker`) whose slots the pools use, HOST:PORT; repeatable. With worker
     /// hosts, every FPGA worker is a slot of theirs, and CPU workers are too while one is free.
     #[arg(long = "worker", value_name = "HOST:PORT")]
@@ -211,6 +218,9 @@ struct File {
     dispatch_engine: Option<String>,
     max_cpu: Option<u32>,
     max_fpga: Option<u32>,
+    min_cpu: Option<u32>,
+    #[serde(default, with = "humantime_serde_opt")]
+    deadline_margin: Option<Duration>,
     limits: Option<FileLimits>,
     #[serde(default)]
     worker: Vec<String>,
@@ -249,7 +259,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, io_priority, size_estimate, dispatch_engine, max_cpu, max_fpga, worker, workers, insecure_workers, a [limits] table, \
+               auth_health, grace, io_threads, io_priority, size_estimate, dispatch_engine, max_cpu, max_fpga, min_cpu, deadline_margin, worker, workers, insecure_workers, a [limits] table, \
                a [worker_tls] table (cert, key, ca, name) and a [real_board] table (xclbin, xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -270,11 +280,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         _ => None,
     };
     let cap = spork::serve::cpu_cap(cfg.plan, &cfg.board).caps.0[Kind::Cpu];
+    if let Some(cap) = cap.filter(|&cap| cfg.plan.min_cpu > cap) {
+        bail!(
+            "--min-cpu {} is above the {cap} CPU workers a model may hold here (one per core)\n  fix: --min-cpu {cap} or less, or raise --max-cpu",
+            cfg.plan.min_cpu
+        );
+    }
     let cpus = cap.map_or("as many as the policy wants".into(), |n| n.to_string());
+    let cpus = match cfg.plan.min_cpu {
+        0 => format!("{cpus} (--max-cpu)"),
+        n => format!("{cpus} (--max-cpu), {n} held warm (--min-cpu)"),
+    };
     let io_priority = cfg.io_priority;
     let running = spork::serve::start(cfg).context("starting the server")?;
     eprintln!(
-        "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus} (--max-cpu); protocol threads at {io_priority} priority; ready (SIGTERM or Ctrl-C drains)",
+        "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus}; protocol threads at {io_priority} priority; ready (SIGTERM or Ctrl-C drains)",
         running.http,
         running.grpc,
         running.server.models().into_iter().map(|m| m.name().to_string()).collect::<Vec<_>>().join(", ")
@@ -361,6 +381,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let pool = PoolArgs {
         max_cpu: args.pool.max_cpu.or(file.max_cpu),
         max_fpga: args.pool.max_fpga.or(file.max_fpga),
+        min_cpu: args.pool.min_cpu.or(file.min_cpu),
         ..args.pool
     };
     pool.refuse_served_batching()?;
@@ -372,7 +393,16 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         }
         (None, None) => EngineKind::Software,
     };
-    let plan = Plan { dispatch_engine, ..*plans.last().context("no plan")? };
+    let margin = match (args.deadline_margin, file.deadline_margin) {
+        (Some(m), _) => m,
+        (None, m) => m.map_or(0, spork::model::time::from_duration),
+    };
+    if margin >= spork::model::time::from_secs(MAX_DEADLINE_MS / 1e3) {
+        bail!(
+            "--deadline-margin must be under {MAX_DEADLINE_MS} ms, the longest deadline a client may ask for"
+        );
+    }
+    let plan = Plan { dispatch_engine, margin, ..*plans.last().context("no plan")? };
     super::check_dispatch_engine(&plan)?;
     let which = args.board.or(file.board).unwrap_or(BoardArg::Model);
     let real = args.real.or(file.real_board.unwrap_or_default());

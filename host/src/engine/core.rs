@@ -56,6 +56,10 @@ pub struct Engine {
     /// through interval t).
     release_timing: ReleaseTiming,
     planned: u32,
+    /// CPU workers held from the start and never released below (0 once the trace ends).
+    cpu_floor: u32,
+    /// Dispatch plans each request with a client's deadline to finish this long before it.
+    margin: Time,
     /// Service booked per type in the current interval (Algorithm 1's F and C).
     work: PerKind<Time>,
     tally: Tally,
@@ -97,6 +101,7 @@ impl Engine {
     pub fn with_allocator(platform: Platform, plan: &Plan, allocator: Box<dyn Allocator>) -> Self {
         let objective = plan.scheduler.objective();
         let dispatcher = plan.dispatcher().build(plan.scheduler.fleet(), &platform, &objective);
+        let cpu_floor = if dispatcher.fleet().cpu { plan.caps.clip(Kind::Cpu, plan.min_cpu) } else { 0 };
         let reconcile = Reconcile {
             idle_timeout: platform.idle_timeout(Kind::Fpga),
             surplus: plan.scheduler.surplus(),
@@ -127,6 +132,8 @@ impl Engine {
             target: 0,
             release_timing: plan.release,
             planned: 0,
+            cpu_floor,
+            margin: plan.margin,
             work: PerKind::default(),
             tally: Tally::default(),
             counts: Counts::default(),
@@ -178,17 +185,19 @@ impl Engine {
         &self.tally
     }
 
-    /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs, warm at time 0,
-    /// and the first interval tick due at 0.
+    /// Starts a run over a trace of length `horizon`: the allocator's initial FPGAs and the plan's
+    /// CPU floor, warm at time 0, and the first interval tick due at 0.
     pub fn begin(&mut self, horizon: Time, fx: &mut impl Effects) {
         // Boards shared with other pools: the warm ones are claimed like any others.
         let want = self.plan_caps.clip(Kind::Fpga, self.allocator.initial());
         self.claim_boards(want, &IntervalStats::default());
         let initial = self.caps.clip(Kind::Fpga, want);
-        for _ in 0..initial {
-            let id = self.pool.prewarm(Kind::Fpga, 0, self.platform.fpga.spin_up);
-            fx.spin_up(id, Kind::Fpga, 0, 0);
-            self.arm(id, 0);
+        for (kind, count) in [(Kind::Fpga, initial), (Kind::Cpu, self.cpu_floor)] {
+            for _ in 0..count {
+                let id = self.pool.prewarm(kind, 0, self.platform.spec(kind).spin_up);
+                fx.spin_up(id, kind, 0, 0);
+                self.arm(id, 0);
+            }
         }
         self.target = initial;
         self.horizon = horizon;
@@ -249,20 +258,18 @@ impl Engine {
         if self.next_tick.take().is_none() {
             return;
         }
-        self.target = 0;
+        (self.target, self.cpu_floor) = (0, 0);
         // The pool drains as it always did: no surplus countdown holds a worker past the trace.
         self.release_timing = ReleaseTiming::Drained;
         self.reconcile.surplus_since = None;
         let changes = self.reconcile.at_end(&self.pool, now);
         self.apply(changes, now, fx);
-        // FPGAs held within the old target have no idle timer: give them one.
+        // FPGAs held within the old target and CPUs at the floor have no idle timer: give them one.
         let held: Vec<WorkerId> = (0..self.pool.slots().len() as u32)
             .map(WorkerId)
             .filter(|&id| {
                 let w = self.pool.worker(id);
-                w.kind == Kind::Fpga
-                    && matches!(w.state, WorkerState::Active | WorkerState::Draining)
-                    && !self.timers.armed(id)
+                matches!(w.state, WorkerState::Active | WorkerState::Draining) && !self.timers.armed(id)
             })
             .collect();
         for id in held {
@@ -288,13 +295,15 @@ impl Engine {
     ) -> Arrival {
         self.counts.events += 1;
         self.counts.optional.0 += u64::from(r.optional > 0);
+        let margin = deadline.map_or(0, |_| self.margin);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let estimate = self.estimate_size(&r);
-        let jobs = self.jobs(&r, deadline, estimate);
-        // The allocator sees the job as dispatch does (at the estimate, with unknown sizes).
-        self.allocator.on_arrival(r.arrival, jobs.1.service[Kind::Fpga.index()], deadline);
+        let jobs = self.jobs(&r, deadline, estimate, margin);
+        // The allocator sees the job as dispatch does (at the estimate, with unknown sizes; within the
+        // margin).
+        self.allocator.on_arrival(r.arrival, jobs.1.service[Kind::Fpga.index()], jobs.1.deadline);
         if self.batch.is_some() {
-            let member = batched::Member { ticket, request: r, deadline, estimate };
+            let member = batched::Member { ticket, request: r, deadline, margin, estimate };
             return self.arrive_batched(member, jobs, fx);
         }
         self.first_scheduling = true;
@@ -306,8 +315,9 @@ impl Engine {
     }
 
     /// Places `r` again at `now` after its worker failed, by the rescue rule (CPUs only, whatever the
-    /// scheduler's fleet), keeping its original `deadline`; its optional part runs if it still has
-    /// one. A CPU cap with no CPU at all rejects it.
+    /// scheduler's fleet), keeping its original `deadline` (planned to the deadline itself: a rescue
+    /// takes what time is left); its optional part runs if it still has one. A CPU cap with no CPU at
+    /// all rejects it.
     pub fn redispatch_on_cpu(
         &mut self,
         r: Request,
@@ -317,7 +327,7 @@ impl Engine {
     ) -> Arrival {
         let r = Request { arrival: now.max(r.arrival), ..r };
         let estimate = self.estimate_size(&r);
-        let jobs = self.jobs(&r, deadline, estimate);
+        let jobs = self.jobs(&r, deadline, estimate, 0);
         self.place(r, now, jobs, true, estimate, fx)
     }
 
@@ -396,6 +406,14 @@ impl Engine {
         self.sizes.observe_client(items, took)
     }
 
+    /// How many workers of `kind` the pool keeps however idle: the FPGA target, the CPU floor.
+    fn keep(&self, kind: Kind) -> u32 {
+        match kind {
+            Kind::Fpga => self.target,
+            Kind::Cpu => self.cpu_floor,
+        }
+    }
+
     fn arm(&mut self, id: WorkerId, now: Time) {
         let w = *self.pool.worker(id);
         let due = self.idle_since(&w).saturating_add(self.platform.idle_timeout(w.kind)).max(now);
@@ -437,18 +455,17 @@ impl Engine {
                 if now < self.idle_since(&w).saturating_add(timeout) {
                     self.arm(id, now); // it got more work (or became surplus) since: look again
                 } else if may_release(
-                    w.kind,
                     self.idle_since(&w),
                     now,
                     timeout,
-                    self.pool.allocated(Kind::Fpga),
-                    self.target,
+                    self.pool.allocated(w.kind),
+                    self.keep(w.kind),
                 ) {
                     self.release(id, now, fx);
                     self.note_surplus(now);
                 }
-                // Otherwise an FPGA within the target is held, timer unarmed, until it gets work or
-                // the target drops (see `on_tick`).
+                // Otherwise an FPGA within the target or a CPU at the floor is held, timer unarmed,
+                // until it gets work, the target drops (see `on_tick`) or the trace ends.
             }
             (Timer::SpinDownDone, WorkerState::SpinningDown) => {
                 let released = self.pool.finish_spin_down(id);
@@ -526,16 +543,16 @@ impl Engine {
     }
 
     /// `r` as a job by `deadline`: as it really is, and as dispatch sees it (at `estimate`, with
-    /// unknown sizes; the same job otherwise). Computed once per placement: a service time is a
+    /// unknown sizes; to finish `margin` early). Computed once per placement: a service time is a
     /// float division and a rounding.
     #[inline]
-    fn jobs(&self, r: &Request, deadline: Time, estimate: Option<Time>) -> (Job, Job) {
+    fn jobs(&self, r: &Request, deadline: Time, estimate: Option<Time>, margin: Time) -> (Job, Job) {
         let job_of = |size: Time| {
             let work = size + r.optional;
             Job { deadline, service: [self.platform.cpu.service(work), self.platform.fpga.service(work)] }
         };
         let actual = job_of(r.size);
-        (actual, estimate.map_or(actual, job_of))
+        (actual, estimate.map_or(actual, job_of).planned_within(margin))
     }
 
     /// Dispatches `r` at `now` (its arrival, or later for a request held for a batch; its optional

@@ -38,6 +38,13 @@ pub struct Plan {
     /// Dynamic batching of requests bound for a board (`None`: each request is its own job, the
     /// paper's).
     pub batching: Option<Batching>,
+    /// CPU workers held from the start and never released below (0: the paper's, which keeps none
+    /// idle past its timeout); within the CPU cap.
+    pub min_cpu: u32,
+    /// Dispatch plans each request whose client states its deadline to finish this long before it
+    /// (the time the request spends outside the server, which the client's deadline counts and the
+    /// server's clock does not; 0: none). Misses are still counted against the deadline itself.
+    pub margin: Time,
 }
 
 impl Plan {
@@ -55,6 +62,8 @@ impl Plan {
             release: ReleaseTiming::Drained,
             dispatch_engine: EngineKind::Software,
             batching: None,
+            min_cpu: 0,
+            margin: 0,
         }
     }
 

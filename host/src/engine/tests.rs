@@ -156,3 +156,63 @@ fn an_observed_backlog_moves_the_boards_queue_out() {
         }
     }
 }
+
+#[test]
+fn a_cpu_floor_is_warm_at_zero_held_while_idle_and_released_after_the_trace() {
+    let plan =
+        Plan { min_cpu: 2, caps: Caps(PerKind::new(Some(3), None)), ..Plan::new(Scheduler::CpuDynamic) };
+    let mut e = Engine::new(Platform::default(), &plan, &Oracle::default());
+    let mut fx = Vec::new();
+    e.begin(from_secs(20.0), &mut fx);
+    assert_eq!(fx.len(), 2);
+    assert!(fx.iter().all(|a| matches!(a, Action::SpinUp { kind: Kind::Cpu, ready_at: 0, .. })));
+    fx.clear();
+    let Arrival::Assigned(a) = e.arrive(request(MS, 10 * MS), &mut fx) else { panic!("rejected") };
+    assert_eq!((a.kind, a.start), (Kind::Cpu, MS), "a warm CPU, no spin-up");
+    // Tighter deadlines: the other warm CPU, then a third, spun up; above the floor, it idles out.
+    let Arrival::Assigned(b) = e.arrive_by(request(MS, 10 * MS), Some(12 * MS), 1, &mut fx) else { panic!() };
+    let Arrival::Assigned(c) = e.arrive_by(request(MS, 10 * MS), Some(17 * MS), 2, &mut fx) else { panic!() };
+    assert_eq!((b.start, c.start), (MS, 6 * MS));
+    assert_eq!(fx.iter().filter(|a| matches!(a, Action::SpinUp { .. })).count(), 1, "{fx:?}");
+    fx.clear();
+    e.advance(from_secs(19.0), true, &mut fx);
+    let released: Vec<_> = fx.iter().filter(|a| matches!(a, Action::Release { .. })).collect();
+    assert_eq!(released.len(), 1, "only the CPU above the floor: {fx:?}");
+    assert_eq!(e.pool().allocated(Kind::Cpu), 2);
+    fx.clear();
+    e.advance(Time::MAX, false, &mut fx);
+    assert_eq!(
+        fx.iter().filter(|a| matches!(a, Action::Release { .. })).count(),
+        2,
+        "the floor ends with the trace"
+    );
+    assert!(e.pool().is_empty());
+    let o = e.finish();
+    assert_eq!((o.tally.served[Kind::Cpu], o.tally.misses), (3, 0));
+    assert_eq!(o.pool.ledger(Kind::Cpu).spin_ups, 3);
+    assert!([a.worker, b.worker, c.worker].iter().all(|w| w.0 < 3));
+}
+
+#[test]
+fn a_margin_plans_a_clients_deadline_early_but_misses_count_against_the_deadline() {
+    let plan = Plan { min_cpu: 1, margin: 4 * MS, ..Plan::new(Scheduler::CpuDynamic) };
+    let mut e = Engine::new(Platform::default(), &plan, &Oracle::default());
+    let mut fx = Vec::new();
+    e.begin(from_secs(20.0), &mut fx);
+    let Arrival::Assigned(first) = e.arrive_by(request(0, 5 * MS), Some(20 * MS), 0, &mut fx) else {
+        panic!("rejected")
+    };
+    // Behind the first it would finish at 10 ms, by its 11 ms deadline but not by 11 - 4 = 7 ms: a
+    // client's request goes to a new CPU (5 ms to spin up, done at 10 ms)...
+    let Arrival::Assigned(stated) = e.arrive_by(request(0, 5 * MS), Some(11 * MS), 1, &mut fx) else {
+        panic!("rejected")
+    };
+    assert_ne!(stated.worker, first.worker);
+    assert_eq!((stated.finish, stated.deadline), (10 * MS, 11 * MS), "booked by the client's deadline");
+    // ...while a request with no stated deadline (the profile's, 10 x 5 ms) plans to the deadline.
+    let Arrival::Assigned(own) = e.arrive(request(0, 5 * MS), &mut fx) else { panic!("rejected") };
+    assert_eq!(own.worker, first.worker, "the busiest CPU that meets 50 ms");
+    e.advance(Time::MAX, false, &mut fx);
+    let o = e.finish();
+    assert_eq!(o.tally.misses, 0, "10 ms is past the plan but within the deadline: no miss");
+}

@@ -1,8 +1,9 @@
 //! When an idle worker spins down.
 //!
 //! Every scheduler keeps a worker idle for as long as its type's spin-up time before releasing it
-//! (section 5.1: insurance against repeated allocations). CPUs then always go; an FPGA goes only while
-//! more FPGAs are allocated than the allocator's current target, so the allocator's count is held.
+//! (section 5.1: insurance against repeated allocations). An FPGA then goes only while more FPGAs are
+//! allocated than the allocator's current target, so the allocator's count is held; a CPU goes while
+//! more CPUs are allocated than the plan's floor (none in the paper, so CPUs always go).
 
 use crate::model::{Kind, Time};
 use std::fmt;
@@ -82,20 +83,11 @@ impl FromStr for ReleaseTiming {
     }
 }
 
-/// Whether a worker of `kind`, idle since `idle_since`, may start spinning down at `now`.
-pub fn may_release(
-    kind: Kind,
-    idle_since: Time,
-    now: Time,
-    idle_timeout: Time,
-    fpgas_allocated: u32,
-    fpga_target: u32,
-) -> bool {
-    let timed_out = now >= idle_since.saturating_add(idle_timeout);
-    match kind {
-        Kind::Cpu => timed_out,
-        Kind::Fpga => timed_out && fpgas_allocated > fpga_target,
-    }
+/// Whether a worker, idle since `idle_since`, may start spinning down at `now`: once idle for
+/// `idle_timeout`, while its type holds more workers (`allocated`) than the pool keeps of it (`keep`:
+/// the FPGA target, or the CPU floor).
+pub fn may_release(idle_since: Time, now: Time, idle_timeout: Time, allocated: u32, keep: u32) -> bool {
+    now >= idle_since.saturating_add(idle_timeout) && allocated > keep
 }
 
 #[cfg(test)]
@@ -116,11 +108,12 @@ mod tests {
     }
 
     #[test]
-    fn fpgas_within_target_are_held() {
-        assert!(!may_release(Kind::Fpga, 0, 100, 10, 3, 3));
-        assert!(may_release(Kind::Fpga, 0, 100, 10, 4, 3));
-        assert!(!may_release(Kind::Fpga, 95, 100, 10, 4, 3));
-        assert!(may_release(Kind::Cpu, 0, 10, 10, 0, 0));
-        assert!(!may_release(Kind::Cpu, 1, 10, 10, 0, 0));
+    fn workers_the_pool_keeps_are_held() {
+        assert!(!may_release(0, 100, 10, 3, 3), "an FPGA within the target");
+        assert!(may_release(0, 100, 10, 4, 3));
+        assert!(!may_release(95, 100, 10, 4, 3), "not idle long enough");
+        assert!(may_release(0, 10, 10, 1, 0), "a CPU with no floor goes once timed out");
+        assert!(!may_release(1, 10, 10, 1, 0));
+        assert!(!may_release(0, 10, 10, 2, 2), "CPUs at the floor stay");
     }
 }

@@ -14,11 +14,18 @@ pub(super) struct Member {
     pub ticket: u64,
     pub request: Request,
     pub deadline: Time,
+    /// How much earlier dispatch plans it to finish (see [`crate::engine::Plan::margin`]).
+    pub margin: Time,
     /// Its size as dispatch sees it, with unknown sizes.
     pub estimate: Option<Time>,
 }
 
 impl Member {
+    /// The deadline dispatch plans it by.
+    fn aim(&self) -> Time {
+        self.deadline.saturating_sub(self.margin)
+    }
+
     /// Its work as it is, and as dispatch sees it (the rule sums both).
     fn work(&self) -> (Time, Time) {
         let r = &self.request;
@@ -87,8 +94,8 @@ impl Engine {
         let Some(batch) = self.batch.as_ref() else { return false };
         let (work, estimated) = m.work();
         let forming = match &batch.open {
-            Some(o) => o.forming.with(m.deadline, work, estimated),
-            None => Forming::open(now, m.deadline, work, estimated),
+            Some(o) => o.forming.with(m.aim(), work, estimated),
+            None => Forming::open(now, m.aim(), work, estimated),
         };
         let job = forming.job(&self.platform);
         let placement = self.dispatcher.place(&self.pool, &job, now);
@@ -111,10 +118,10 @@ impl Engine {
         let mut members = open.members;
         while let Some(first) = members.first() {
             let (work, estimated) = first.work();
-            let start = Forming::open(now, first.deadline, work, estimated);
+            let start = Forming::open(now, first.aim(), work, estimated);
             let forming = members[1..].iter().fold(start, |f, m| {
                 let (work, estimated) = m.work();
-                f.with(m.deadline, work, estimated)
+                f.with(m.aim(), work, estimated)
             });
             let job = forming.job(&self.platform);
             let (placement, _) = self.decide(&job, now, false);
@@ -122,7 +129,7 @@ impl Engine {
             {
                 return self.book_batch(members, unit, forming.actual(&self.platform), now, fx);
             }
-            let Some(i) = peel(members.iter().map(|m| m.deadline)) else { break };
+            let Some(i) = peel(members.iter().map(Member::aim)) else { break };
             let m = members.remove(i);
             self.place_alone(m, now, fx);
         }
@@ -130,7 +137,7 @@ impl Engine {
 
     /// Places a held request alone at `now`, by the dispatcher, and settles it.
     fn place_alone(&mut self, m: Member, now: Time, fx: &mut impl Effects) {
-        let jobs = self.jobs(&m.request, m.deadline, m.estimate);
+        let jobs = self.jobs(&m.request, m.deadline, m.estimate, m.margin);
         let arrival = self.place(m.request, now, jobs, false, m.estimate, fx);
         self.counts.optional.1 += u64::from(matches!(arrival, Arrival::Assigned(a) if a.optional()));
         fx.resolved(&[(m.ticket, arrival)]);

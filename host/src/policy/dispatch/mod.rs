@@ -59,6 +59,13 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job as dispatch plans it: to finish `margin` before its deadline. A served request spends
+    /// time outside the scheduler (its bytes both ways, the client's own threads), which the client's
+    /// deadline counts and the server's clock does not; the margin leaves room for it.
+    pub fn planned_within(self, margin: Time) -> Job {
+        Job { deadline: self.deadline.saturating_sub(margin), ..self }
+    }
+
     /// The latest time a worker of `kind` may start it and still meet the deadline.
     pub fn latest_start(&self, kind: Kind) -> Option<Time> {
         self.deadline.checked_sub(self.service[kind.index()])
