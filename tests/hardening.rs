@@ -272,3 +272,13 @@ fn worker_host_settings_that_cannot_work_are_refused_with_the_fix() {
     refused(&["serve", "--worker", "127.0.0.1:7070", "--worker-tls-cert", "/c.pem"], &["all three"]);
     refused(&["serve", "--worker", "10.0.0.5:7070"], &["10.0.0.5:7070", "TLS"]);
 }
+
+#[test]
+fn a_cpu_floor_beyond_the_cap_or_without_cpus_and_an_endless_margin_are_refused() {
+    refused(&["simulate", "--min-cpu", "3", "--max-cpu", "2"], &["--min-cpu 3", "--max-cpu 2", "fix"]);
+    refused(&["simulate", "--scheduler", "fpga-static", "--min-cpu", "1"], &["uses no CPU workers", "fix"]);
+    let http = ["--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--models", "sobel"];
+    let serve = |more: &[&'static str]| [&["serve"][..], &http[..], more].concat();
+    refused(&serve(&["--min-cpu", "100000"]), &["--min-cpu 100000", "one per core", "fix"]);
+    refused(&serve(&["--deadline-margin", "2min"]), &["--deadline-margin", "60000 ms"]);
+}

@@ -351,3 +351,60 @@ fn one_request_at_a_time_booked_above_its_size_is_never_refused() {
     assert_eq!(r.answered, 600);
     assert!(r.cpu_spin_ups <= 2, "a worker at a time suffices: {} spin-ups", r.cpu_spin_ups);
 }
+
+/// One HTTP/1.1 request for a 16x16 `sobel` image, with `deadline_ms` if given: the status line.
+fn infer_status(addr: std::net::SocketAddr, deadline_ms: Option<f64>) -> String {
+    use std::io::{Read, Write};
+    let data: Vec<String> = (0..256).map(|i| (i * 7 % 251).to_string()).collect();
+    let params = deadline_ms.map_or(String::new(), |d| format!(r#","parameters":{{"deadline_ms":{d}}}"#));
+    let body = format!(
+        r#"{{"inputs":[{{"name":"image","datatype":"UINT8","shape":[16,16],"data":[{}]}}]{params}}}"#,
+        data.join(",")
+    );
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(
+        s,
+        "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("answer");
+    answer.lines().next().unwrap_or("").to_string()
+}
+
+/// The server's CPU workers now, by state.
+fn cpu_census(server: &spork::serve::Server) -> Vec<(String, u64)> {
+    let text = server.render_metrics();
+    text.lines()
+        .filter(|l| l.starts_with("spork_workers{") && l.contains("kind=\"cpu\""))
+        .filter_map(|l| {
+            let state = l.split("state=\"").nth(1)?.split('"').next()?.to_string();
+            let n = l.rsplit(' ').next()?.parse::<f64>().ok()? as u64;
+            (n > 0).then_some((state, n))
+        })
+        .collect()
+}
+
+#[test]
+fn a_cpu_floor_is_warm_before_any_request_and_a_margin_plans_only_stated_deadlines() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let k = Kernelled::own("sobel", None, None, false).expect("calibration");
+    let mut cfg = config(vec![k], Scheduler::CpuDynamic);
+    cfg.plan.caps.0[spork::model::Kind::Cpu] = Some(2);
+    cfg.plan.min_cpu = 2;
+    cfg.plan.margin = from_secs(0.002);
+    let running = spork::serve::start(cfg).expect("the server starts");
+    // Without the floor the probe's CPU idles out 5 ms after it and is gone 5 ms later.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cpu_census(&running.server), vec![("active".to_string(), 2)], "the floor, idle and held");
+    let addr = running.http;
+    assert!(infer_status(addr, Some(1.0)).contains(" 429 "), "a 1 ms deadline within the 2 ms margin");
+    assert!(infer_status(addr, Some(50.0)).contains(" 200 "));
+    assert!(infer_status(addr, None).contains(" 200 "), "no stated deadline: the profile's, no margin");
+    let r = pool_report(running);
+    assert_eq!((r.answered, r.rejected), (2 + PROBE, 1));
+    assert_eq!(r.cpu_spin_ups, 2, "every request on the warm floor");
+}
