@@ -71,6 +71,7 @@ fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, si
         image: k.image.clone(),
         requests,
         items_per_sec: k.calibration.items_per_sec,
+        ask_server: false,
         deadline_ms: None,
         token: None,
         max_in_flight: 512,
@@ -407,4 +408,32 @@ fn a_cpu_floor_is_warm_before_any_request_and_a_margin_plans_only_stated_deadlin
     let r = pool_report(running);
     assert_eq!((r.answered, r.rejected), (2 + PROBE, 1));
     assert_eq!(r.cpu_spin_ups, 2, "every request on the warm floor");
+}
+
+#[test]
+fn the_server_states_its_cpu_speed_over_both_protocols_and_a_load_asking_is_sized_by_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let k = Kernelled::own("sobel", None, None, false).expect("calibration");
+    let running = spork::serve::start(config(vec![k.clone()], Scheduler::CpuDynamic)).expect("starts");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let stated = |protocol, addr| {
+        rt.block_on(async {
+            let c = spork::load::Client::new(protocol, addr, None, "sobel").await.expect("client");
+            c.cpu_speed().await
+        })
+    };
+    for (protocol, addr) in [(Protocol::Http, running.http), (Protocol::Grpc, running.grpc)] {
+        let speed = stated(protocol, addr).expect("spork serve states its speed");
+        assert!((speed - k.calibration.items_per_sec).abs() <= 1.0, "{protocol:?}: {speed}");
+    }
+    // A fallback no server would be sized by: the report must show the server's speed instead.
+    let cfg = LoadConfig { ask_server: true, items_per_sec: 1.0, ..load(running.http, &k, 0.5, 100.0, 0.2) };
+    let sent = cfg.requests.len() as u64;
+    let report = send(cfg);
+    assert_eq!(report.sized_by, "server");
+    assert!((report.items_per_sec - k.calibration.items_per_sec).abs() <= 1.0);
+    let expected = (0.2e-3 * k.calibration.items_per_sec).round();
+    assert!((report.mean_items - expected).abs() <= 0.5 * expected, "{} vs {expected}", report.mean_items);
+    assert_eq!(report.ok + report.errors.values().sum::<u64>(), sent);
+    drop(running.drain());
 }

@@ -116,6 +116,7 @@ fn one(
         image: kernel.image.clone(),
         requests,
         items_per_sec: kernel.calibration.items_per_sec,
+        ask_server: false,
         deadline_ms: None,
         token: None,
         max_in_flight: 512,

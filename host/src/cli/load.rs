@@ -40,10 +40,12 @@ pub struct Args {
     /// A request unanswered after this counts as a timeout.
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     timeout: Duration,
-    /// The CPU reference's speed that sizes each request (items per second: a request of `--size`
-    /// carries that many seconds' worth) [default: measured at start, which moved by up to a third
-    /// between runs on a shared VM]. Pin it (from an earlier run's `items_per_sec`) to send the same
-    /// requests to every server and every step.
+    /// The CPU speed that sizes each request (items per second: a request of `--size` carries that
+    /// many seconds' worth) [default: the server's own, the speed its model's CPU code measured
+    /// when it loaded (`spork serve` states it in the model's metadata), so that `--size 1ms` is 1 ms
+    /// of service there; from a server that states none (Triton), the built-in reference's speed
+    /// measured here, which moved by up to a third between runs on a shared VM]. Pin it (from an
+    /// earlier run's `items_per_sec`) to send the same requests to every server and every step.
     #[arg(long, value_name = "N")]
     items_per_sec: Option<f64>,
     /// How the load generator's threads are scheduled: `realtime` (SCHED_FIFO 1; needs root,
@@ -95,6 +97,7 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
         image,
         requests,
         items_per_sec,
+        ask_server: args.items_per_sec.is_none(),
         deadline_ms: args.deadline_ms,
         token,
         max_in_flight: args.max_in_flight,
@@ -177,8 +180,8 @@ pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
             _ => "not reported".into(),
         }
     }));
-    t.add_row(row("items per request (sized at items/s)", &|r| {
-        format!("{:.0} ({:.4e})", r.mean_items, r.items_per_sec)
+    t.add_row(row("items per request (sized at items/s, whose)", &|r| {
+        format!("{:.0} ({:.4e}, {})", r.mean_items, r.items_per_sec, r.sized_by)
     }));
     t
 }

@@ -96,6 +96,11 @@ impl Feeder {
 }
 
 impl LivePool {
+    /// What its requests are sized by: the CPU code's and the board's measured throughput.
+    pub fn calibration(&self) -> &crate::backend::calibrate::Calibration {
+        &self.cfg.calibration
+    }
+
     /// Starts the pool `cfg` describes (its plan bounded as every live pool's, see [`bound`]) on
     /// `clock`, told `oracle` in advance (the trace's demand and searched headroom for oracle
     /// schedulers; nothing for a server's pool), with its dispatcher on a thread of its own.

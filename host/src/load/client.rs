@@ -103,6 +103,35 @@ impl Client {
         })
     }
 
+    /// The model's CPU speed as the server states it (items per second; `spork serve` does, in its
+    /// metadata's `properties`), or `None` if it states none or cannot be asked.
+    pub async fn cpu_speed(&self) -> Option<f64> {
+        let stated = match self {
+            Client::Http { client, url, auth } => {
+                let mut req = hyper::Request::get(url.strip_suffix("/infer")?);
+                if let Some(a) = auth {
+                    req = req.header("authorization", a.as_str());
+                }
+                let resp = client.request(req.body(Full::new(Bytes::new())).ok()?).await.ok()?;
+                let body = resp.into_body().collect().await.ok()?.to_bytes();
+                let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+                v.pointer(&format!("/properties/{}", crate::oip::CPU_ITEMS_PER_SEC))?.as_str()?.to_string()
+            }
+            Client::Grpc { client, model, auth } => {
+                let mut req = tonic::Request::new(proto::ModelMetadataRequest {
+                    name: model.to_string(),
+                    version: String::new(),
+                });
+                if let Some(v) = auth.as_deref().and_then(|a| a.parse().ok()) {
+                    req.metadata_mut().insert("authorization", v);
+                }
+                let r = client.clone().model_metadata(req).await.ok()?;
+                r.into_inner().properties.remove(crate::oip::CPU_ITEMS_PER_SEC)?
+            }
+        };
+        stated.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 1.0)
+    }
+
     /// Sends one inference.
     pub async fn infer(&self, t: &WireTensor, deadline_ms: Option<f64>) -> Outcome {
         match self {

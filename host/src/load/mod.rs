@@ -35,8 +35,11 @@ pub struct LoadConfig {
     pub image: Arc<KernelImage>,
     /// Arrival times and sizes (CPU time on this machine).
     pub requests: Vec<Request>,
-    /// The CPU reference's speed here: a request's size becomes its items.
+    /// The CPU speed that turns a request's size into its items (given, or the reference's here).
     pub items_per_sec: f64,
+    /// Size requests by the server's own stated CPU speed instead, when it states one
+    /// ([`Client::cpu_speed`]): a request's size is then its service time on the server.
+    pub ask_server: bool,
     /// `deadline_ms` sent with each request (`None`: the server's default).
     pub deadline_ms: Option<f64>,
     /// Bearer token.
@@ -98,7 +101,7 @@ pub async fn client_for(
 }
 
 /// Sends the trace and reports.
-pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
+pub async fn run(mut cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     if !allowed(&cfg.target) {
         return Err(LoadError::Target(cfg.target));
     }
@@ -108,6 +111,15 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let client = Client::new(cfg.protocol, cfg.target, cfg.token.clone(), cfg.image.kernel.name())
         .await
         .map_err(|why| LoadError::Connect { target: cfg.target, why })?;
+    let stated = if cfg.ask_server { client.cpu_speed().await } else { None };
+    let sized_by = match (stated, cfg.ask_server) {
+        (Some(speed), _) => {
+            cfg.items_per_sec = speed;
+            "server"
+        }
+        (None, true) => "load generator",
+        (None, false) => "given",
+    };
     let bodies = Bodies::prepare(&cfg);
     let report = Arc::new(Mutex::new(LoadReport::new()));
     let slots = Arc::new(Semaphore::new(cfg.max_in_flight.max(1)));
@@ -133,6 +145,7 @@ pub async fn run(cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let mut report = Arc::try_unwrap(report).map(Mutex::into_inner).unwrap_or_else(|_| LoadReport::new());
     report.finish(start.elapsed(), to_secs(cfg.requests.last().map_or(0, |r| r.arrival)));
     report.items_per_sec = cfg.items_per_sec;
+    report.sized_by = sized_by;
     report.priority = cfg.priority;
     report.mean_items =
         cfg.requests.iter().map(|r| items(&cfg, r) as f64).sum::<f64>() / cfg.requests.len() as f64;

@@ -31,9 +31,12 @@ pub struct LoadReport {
     pub offered_rate: f64,
     /// Wall time of the run (s).
     pub wall_s: f64,
-    /// The speed that sized the requests (items per second of the CPU reference): pass it back as
-    /// `--items-per-sec` to send the same requests again.
+    /// The speed that sized the requests (items per second): pass it back as `--items-per-sec` to
+    /// send the same requests again.
     pub items_per_sec: f64,
+    /// Whose speed it is: the `server`'s own (its model's stated CPU speed), the `load generator`'s
+    /// reference measured here (the server stated none), or `given` (`--items-per-sec`).
+    pub sized_by: &'static str,
     /// Input items per request sent, on average.
     pub mean_items: f64,
     /// How the load generator's threads were scheduled.
@@ -91,6 +94,7 @@ impl LoadReport {
             offered_rate: 0.0,
             wall_s: 0.0,
             items_per_sec: 0.0,
+            sized_by: "given",
             mean_items: 0.0,
             priority: Priority::Normal,
             split_ms: BTreeMap::new(),

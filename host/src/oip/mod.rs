@@ -16,3 +16,7 @@ pub const MAX_TENSORS: usize = 16;
 pub const MAX_DIMS: usize = 8;
 /// The HTTP binary extension's header: the length of the JSON part of a body.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";
+
+/// The model property (metadata `properties`, both protocols) in which `spork serve` states its
+/// model's CPU code's measured speed, items per second: what a load generator sizes requests by.
+pub const CPU_ITEMS_PER_SEC: &str = "cpu_items_per_sec";

@@ -141,6 +141,7 @@ impl GrpcInferenceService for Service {
     ) -> Result<Response<ModelMetadataResponse>, Status> {
         let r = req.get_ref();
         let m = self.server.model(&r.name, Some(&r.version))?;
+        let properties = self.server.model_properties(&r.name, Some(&r.version))?;
         let tensors = |ts: Vec<super::models::Signature>| {
             ts.into_iter()
                 .map(|t| TensorMetadata { name: t.name, datatype: t.datatype.name().into(), shape: t.shape })
@@ -153,7 +154,7 @@ impl GrpcInferenceService for Service {
             platform: "spork".into(),
             inputs: tensors(inputs),
             outputs: tensors(outputs),
-            properties: HashMap::new(),
+            properties,
         }))
     }
 

@@ -116,14 +116,15 @@ async fn model_metadata_v(State(s): State<Arc<Server>>, Path((name, v)): Path<(S
 }
 
 fn metadata(s: &Server, name: &str, version: Option<&str>) -> Response {
-    match s.model(name, version) {
-        Ok(m) => axum::Json(model_json(&m)).into_response(),
+    match s.model(name, version).and_then(|m| Ok((m, s.model_properties(name, version)?))) {
+        Ok((m, properties)) => axum::Json(model_json(&m, &properties)).into_response(),
         Err(e) => error(e),
     }
 }
 
-/// A model's metadata: its tensors' names, datatypes and shapes (-1: variable).
-pub fn model_json(m: &Model) -> Value {
+/// A model's metadata: its tensors' names, datatypes and shapes (-1: variable), and its properties
+/// (as the gRPC response's `properties`).
+pub fn model_json(m: &Model, properties: &std::collections::HashMap<String, String>) -> Value {
     let tensors = |ts: &[super::models::Signature]| -> Vec<Value> {
         ts.iter()
             .map(|t| json!({ "name": t.name, "datatype": t.datatype.name(), "shape": t.shape }))
@@ -136,6 +137,7 @@ pub fn model_json(m: &Model) -> Value {
         "platform": "spork",
         "inputs": tensors(&inputs),
         "outputs": tensors(&outputs),
+        "properties": properties,
     })
 }
 

@@ -1,7 +1,7 @@
 //! The server's core, whatever the transport: models and their pools, readiness and drain, the token,
 //! limits and metrics, and the one inference path that HTTP and gRPC both call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
@@ -351,6 +351,18 @@ impl Server {
     /// The model `name` (at `version`, if given).
     pub fn model(&self, name: &str, version: Option<&str>) -> Result<Model, ServeError> {
         self.hosted(name, version).map(|h| h.model.clone())
+    }
+
+    /// A model's properties in its metadata: `cpu_items_per_sec`, its CPU code's speed as measured
+    /// here when it loaded (what its requests are first booked at), so that a client can size its
+    /// requests in the server's own service time.
+    pub fn model_properties(
+        &self,
+        name: &str,
+        version: Option<&str>,
+    ) -> Result<HashMap<String, String>, ServeError> {
+        let speed = self.hosted(name, version)?.pool.calibration().items_per_sec;
+        Ok(HashMap::from([(crate::oip::CPU_ITEMS_PER_SEC.to_string(), format!("{speed:.0}"))]))
     }
 
     fn hosted(&self, name: &str, version: Option<&str>) -> Result<Arc<Hosted>, ServeError> {
