@@ -235,11 +235,23 @@ async fn connection(
     app: Router,
     protocol: Protocol,
     rules: Rules,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
 ) {
     // Small request/response exchanges: no Nagle delay.
     let _ = stream.set_nodelay(true);
+    match protocol {
+        // Each gRPC answer's frames in one write (see `coalesce`).
+        Protocol::Grpc => serve(super::coalesce::Coalesced::new(stream), app, protocol, rules, stop).await,
+        Protocol::Http => serve(stream, app, protocol, rules, stop).await,
+    }
+}
+
+/// Serves the connection `io` until it ends, closes idle, or the drain closes it.
+async fn serve<I>(io: I, app: Router, protocol: Protocol, rules: Rules, mut stop: watch::Receiver<bool>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let activity = Arc::new(Activity {
         born: Instant::now(),
         in_flight: AtomicUsize::new(0),
@@ -259,7 +271,7 @@ async fn connection(
         }
     });
     let builder = builder(protocol, &rules.limits);
-    let conn = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+    let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
     tokio::pin!(conn);
     let idle = rules.limits.header_timeout;
     let mut tick = tokio::time::interval((idle / 4).max(Duration::from_millis(50)));

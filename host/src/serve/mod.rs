@@ -11,6 +11,7 @@
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
 pub mod budget;
+pub mod coalesce;
 pub mod control;
 pub mod error;
 pub mod grpc;
