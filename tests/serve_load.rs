@@ -355,6 +355,11 @@ fn one_request_at_a_time_booked_above_its_size_is_never_refused() {
 
 /// One HTTP/1.1 request for a 16x16 `sobel` image, with `deadline_ms` if given: the status line.
 fn infer_status(addr: std::net::SocketAddr, deadline_ms: Option<f64>) -> String {
+    infer_status_after(addr, deadline_ms, Duration::ZERO)
+}
+
+/// [`infer_status`] with the body sent `pause` after the headers (a slow client, or a server behind).
+fn infer_status_after(addr: std::net::SocketAddr, deadline_ms: Option<f64>, pause: Duration) -> String {
     use std::io::{Read, Write};
     let data: Vec<String> = (0..256).map(|i| (i * 7 % 251).to_string()).collect();
     let params = deadline_ms.map_or(String::new(), |d| format!(r#","parameters":{{"deadline_ms":{d}}}"#));
@@ -367,10 +372,13 @@ fn infer_status(addr: std::net::SocketAddr, deadline_ms: Option<f64>) -> String 
     write!(
         s,
         "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     )
-    .expect("send");
+    .expect("send the head");
+    s.flush().expect("flush");
+    std::thread::sleep(pause);
+    s.write_all(body.as_bytes()).expect("send the body");
     let mut answer = String::new();
     s.read_to_string(&mut answer).expect("answer");
     answer.lines().next().unwrap_or("").to_string()
@@ -390,7 +398,7 @@ fn cpu_census(server: &spork::serve::Server) -> Vec<(String, u64)> {
 }
 
 #[test]
-fn a_cpu_floor_is_warm_before_any_request_and_a_margin_plans_only_stated_deadlines() {
+fn a_cpu_floor_is_warm_before_any_request_a_margin_plans_only_stated_deadlines_which_run_from_the_headers() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let k = Kernelled::own("sobel", None, None, false).expect("calibration");
     let mut cfg = config(vec![k], Scheduler::CpuDynamic);
@@ -405,8 +413,15 @@ fn a_cpu_floor_is_warm_before_any_request_and_a_margin_plans_only_stated_deadlin
     assert!(infer_status(addr, Some(1.0)).contains(" 429 "), "a 1 ms deadline within the 2 ms margin");
     assert!(infer_status(addr, Some(50.0)).contains(" 200 "));
     assert!(infer_status(addr, None).contains(" 200 "), "no stated deadline: the profile's, no margin");
+    // A deadline runs from the headers: one spent on the body is refused before the scheduler.
+    let pause = Duration::from_millis(100);
+    assert!(
+        infer_status_after(addr, Some(50.0), pause).contains(" 429 "),
+        "50 ms spent waiting for the body"
+    );
+    assert!(infer_status_after(addr, Some(5_000.0), pause).contains(" 200 "));
     let r = pool_report(running);
-    assert_eq!((r.answered, r.rejected), (2 + PROBE, 1));
+    assert_eq!((r.answered, r.rejected), (3 + PROBE, 1), "the late one never reached the pool");
     assert_eq!(r.cpu_spin_ups, 2, "every request on the warm floor");
 }
 

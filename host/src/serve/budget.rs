@@ -68,19 +68,31 @@ impl Budget {
     }
 }
 
-/// What one request holds of the budget, released on drop; and whether the server has counted the
-/// request yet (a request its client abandons before that is counted where it was accepted).
+/// What one request holds of the budget, released on drop; whether the server has counted the
+/// request yet (a request its client abandons before that is counted where it was accepted); and
+/// when its headers were read (its deadline runs from then).
 #[derive(Debug)]
 pub struct Reservation {
     budget: Arc<Budget>,
     held: AtomicUsize,
     counted: AtomicBool,
+    born: std::time::Instant,
 }
 
 impl Reservation {
-    /// An empty reservation on `budget`.
+    /// An empty reservation on `budget`, for a request whose headers were just read.
     pub fn new(budget: Arc<Budget>) -> Arc<Reservation> {
-        Arc::new(Reservation { budget, held: AtomicUsize::new(0), counted: AtomicBool::new(false) })
+        Arc::new(Reservation {
+            budget,
+            held: AtomicUsize::new(0),
+            counted: AtomicBool::new(false),
+            born: std::time::Instant::now(),
+        })
+    }
+
+    /// How long since the request's headers were read: its body, the wait for the protocol thread.
+    pub fn age(&self) -> std::time::Duration {
+        self.born.elapsed()
     }
 
     /// Holds `n` bytes more, or refuses if the budget has not got them.

@@ -428,7 +428,7 @@ impl Server {
             let why = if self.draining.load(Ordering::Relaxed) { "draining" } else { "not ready yet" };
             return Err(ServeError::Unavailable(format!("the server is {why}: it takes no requests")));
         }
-        let deadline = deadline(req.deadline_ms)?;
+        let deadline = deadline(req.deadline_ms)?.map(|d| left(d, req.reservation.age())).transpose()?;
         let InferRequest { reservation, inputs, id, .. } = req;
         self.admit(model.decoded_bytes(&inputs), &reservation)?;
         let work = model.decode(&inputs)?;
@@ -496,11 +496,41 @@ fn deadline(ms: Option<f64>) -> Result<Option<crate::model::Time>, ServeError> {
     }
 }
 
+/// What is left of a client's relative `deadline` for a request `age` old: it runs from when the
+/// request's headers were read, so the time its body took and its wait for the protocol thread count
+/// (under overload that wait grew to hundreds of milliseconds, and requests the pool then took were
+/// answered that late). None left: refused, as one no worker can meet.
+fn left(deadline: crate::model::Time, age: Duration) -> Result<crate::model::Time, ServeError> {
+    let age = crate::model::time::from_duration(age);
+    deadline.checked_sub(age).filter(|&t| t > 0).ok_or_else(|| ServeError::Overloaded {
+        message: format!(
+            "the request took {:.1} ms to reach the scheduler, its whole deadline: retry shortly",
+            age as f64 / 1e6
+        ),
+        retry_after: Duration::from_secs(1),
+    })
+}
+
 /// Why the pool did not serve it, as the client hears it.
 fn refused(r: Refused) -> ServeError {
     match r {
         Refused::Admission { retry_after } => ServeError::Overloaded { message: r.to_string(), retry_after },
         Refused::Draining | Refused::Stopped => ServeError::Unavailable(r.to_string()),
         Refused::Failed(_) => ServeError::Internal(r.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_runs_from_the_headers_and_one_spent_before_the_scheduler_is_refused() {
+        let ms = |n: u64| n * 1_000_000;
+        assert_eq!(left(ms(10), Duration::from_millis(3)).expect("7 ms left"), ms(7));
+        for spent in [10, 11, 500] {
+            let refused = left(ms(10), Duration::from_millis(spent));
+            assert!(matches!(refused, Err(ServeError::Overloaded { .. })), "{spent} ms: {refused:?}");
+        }
     }
 }
