@@ -445,7 +445,7 @@ fn the_server_states_its_cpu_speed_over_both_protocols_and_a_load_asking_is_size
     let cfg = LoadConfig { ask_server: true, items_per_sec: 1.0, ..load(running.http, &k, 0.5, 100.0, 0.2) };
     let sent = cfg.requests.len() as u64;
     let report = send(cfg);
-    assert_eq!(report.sized_by, "server");
+    assert_eq!(report.sized_by, spork::load::SizedBy::Server);
     assert!((report.items_per_sec - k.calibration.items_per_sec).abs() <= 1.0);
     let expected = (0.2e-3 * k.calibration.items_per_sec).round();
     assert!((report.mean_items - expected).abs() <= 0.5 * expected, "{} vs {expected}", report.mean_items);

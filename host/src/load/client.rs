@@ -50,6 +50,9 @@ pub enum Outcome {
     Error(String),
 }
 
+/// The most bytes of a model's metadata read over HTTP.
+const METADATA_MOST: usize = 64 << 10;
+
 /// A client of one server and model.
 #[derive(Clone)]
 pub enum Client {
@@ -113,7 +116,12 @@ impl Client {
                     req = req.header("authorization", a.as_str());
                 }
                 let resp = client.request(req.body(Full::new(Bytes::new())).ok()?).await.ok()?;
-                let body = resp.into_body().collect().await.ok()?.to_bytes();
+                // Metadata is a few hundred bytes: a server sending more is not read past this.
+                let body = http_body_util::Limited::new(resp.into_body(), METADATA_MOST)
+                    .collect()
+                    .await
+                    .ok()?
+                    .to_bytes();
                 let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
                 v.pointer(&format!("/properties/{}", crate::oip::CPU_ITEMS_PER_SEC))?.as_str()?.to_string()
             }

@@ -22,7 +22,7 @@ use crate::priority::Priority;
 use body::WireTensor;
 pub use client::Protocol;
 pub use client::{Client, Outcome};
-pub use report::LoadReport;
+pub use report::{LoadReport, SizedBy};
 
 /// What to send, where, how.
 #[derive(Clone, Debug)]
@@ -115,10 +115,10 @@ pub async fn run(mut cfg: LoadConfig) -> Result<LoadReport, LoadError> {
     let sized_by = match (stated, cfg.ask_server) {
         (Some(speed), _) => {
             cfg.items_per_sec = speed;
-            "server"
+            SizedBy::Server
         }
-        (None, true) => "load generator",
-        (None, false) => "given",
+        (None, true) => SizedBy::LoadGenerator,
+        (None, false) => SizedBy::Given,
     };
     let bodies = Bodies::prepare(&cfg);
     let report = Arc::new(Mutex::new(LoadReport::new()));

@@ -34,9 +34,8 @@ pub struct LoadReport {
     /// The speed that sized the requests (items per second): pass it back as `--items-per-sec` to
     /// send the same requests again.
     pub items_per_sec: f64,
-    /// Whose speed it is: the `server`'s own (its model's stated CPU speed), the `load generator`'s
-    /// reference measured here (the server stated none), or `given` (`--items-per-sec`).
-    pub sized_by: &'static str,
+    /// Whose speed it is.
+    pub sized_by: SizedBy,
     /// Input items per request sent, on average.
     pub mean_items: f64,
     /// How the load generator's threads were scheduled.
@@ -94,7 +93,7 @@ impl LoadReport {
             offered_rate: 0.0,
             wall_s: 0.0,
             items_per_sec: 0.0,
-            sized_by: "given",
+            sized_by: SizedBy::Given,
             mean_items: 0.0,
             priority: Priority::Normal,
             split_ms: BTreeMap::new(),
@@ -160,6 +159,28 @@ impl LoadReport {
 
 fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds")
+}
+
+/// Whose CPU speed sized a load's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SizedBy {
+    /// The server's own: its model's stated CPU speed, so a request's size is its service time there.
+    Server,
+    /// The built-in reference's speed measured on the load generator's machine (the server stated none).
+    LoadGenerator,
+    /// The caller's (`--items-per-sec`).
+    Given,
+}
+
+impl std::fmt::Display for SizedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SizedBy::Server => "server",
+            SizedBy::LoadGenerator => "load generator",
+            SizedBy::Given => "given",
+        })
+    }
 }
 
 #[cfg(test)]
