@@ -17,7 +17,11 @@ fn main() {
             .unwrap_or_else(|e| panic!("\n\nspork: cannot parse {file}: {e:?}\n\n"));
         let mut build = tonic_prost_build::configure().build_client(true);
         if let Some(codec) = codec {
-            build = build.codec_path(codec);
+            // Tensors as `Bytes`: decoded as slices of the message, sent without a copy.
+            build = build
+                .codec_path(codec)
+                .bytes(".inference.ModelInferRequest.raw_input_contents")
+                .bytes(".inference.ModelInferResponse.raw_output_contents");
         }
         if let Err(e) = build.compile_fds(descriptors) {
             panic!("\n\nspork: generating the gRPC code from {file} failed: {e}\n\n");

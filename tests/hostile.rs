@@ -329,7 +329,7 @@ fn sobel_message(h: usize, w: usize) -> Vec<u8> {
     let r = proto::ModelInferRequest {
         model_name: "sobel".into(),
         inputs: vec![input],
-        raw_input_contents: vec![vec![9; h * w]],
+        raw_input_contents: vec![vec![9; h * w].into()],
         ..Default::default()
     };
     r.encode_to_vec()

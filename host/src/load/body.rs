@@ -12,8 +12,8 @@ pub struct WireTensor {
     pub datatype: &'static str,
     /// Its shape.
     pub shape: Vec<i64>,
-    /// Row-major little-endian bytes.
-    pub data: Vec<u8>,
+    /// Row-major little-endian bytes (shared, so that sending them copies nothing).
+    pub data: bytes::Bytes,
 }
 
 /// `payload` as its model's first input.
@@ -23,7 +23,7 @@ pub fn tensor(payload: &Payload) -> WireTensor {
             name: "image".into(),
             datatype: "UINT8",
             shape: vec![(pixels.len() / width) as i64, *width as i64],
-            data: pixels.clone(),
+            data: pixels.clone().into(),
         },
         Payload::Documents(d) => {
             // Rows of one length: documents are cut to the shortest (the generator makes them equal).
@@ -32,14 +32,18 @@ pub fn tensor(payload: &Payload) -> WireTensor {
                 name: "documents".into(),
                 datatype: "UINT32",
                 shape: vec![d.len() as i64, t as i64],
-                data: d.iter().flat_map(|doc| doc[..t].iter().flat_map(|v| v.to_le_bytes())).collect(),
+                data: d
+                    .iter()
+                    .flat_map(|doc| doc[..t].iter().flat_map(|v| v.to_le_bytes()))
+                    .collect::<Vec<u8>>()
+                    .into(),
             }
         }
         Payload::Vectors(x) => WireTensor {
             name: "vectors".into(),
             datatype: "INT16",
             shape: vec![x.len() as i64, x.first().map_or(0, Vec::len) as i64],
-            data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
+            data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into(),
         },
         // A repository model's first input (a load of a one-input model).
         Payload::Tensors(t) => {
@@ -48,7 +52,7 @@ pub fn tensor(payload: &Payload) -> WireTensor {
                 name: t.names.first().cloned().unwrap_or_default(),
                 datatype: first.map_or("UINT8", |b| b.dtype.name()),
                 shape: first.map_or_else(Vec::new, |b| b.shape.iter().map(|&d| d as i64).collect()),
-                data: first.map_or_else(Vec::new, |b| b.bytes().to_vec()),
+                data: first.map_or_else(bytes::Bytes::new, |b| bytes::Bytes::copy_from_slice(b.bytes())),
             }
         }
     }

@@ -282,7 +282,10 @@ mod tests {
         assert!(e.message().contains("more than 16 inputs"), "{}", e.message());
         let outs = proto::ModelInferRequest { outputs: vec![Default::default(); 1000], ..Default::default() };
         assert!(check(&outs).unwrap_err().message().contains("requested outputs"));
-        let raw = proto::ModelInferRequest { raw_input_contents: vec![vec![]; 17], ..Default::default() };
+        let raw = proto::ModelInferRequest {
+            raw_input_contents: vec![bytes::Bytes::new(); 17],
+            ..Default::default()
+        };
         assert!(check(&raw).is_err());
         let dims =
             proto::ModelInferRequest { inputs: vec![tensor(vec![1; 9], vec![])], ..Default::default() };

@@ -347,7 +347,7 @@ mod tests {
                 parameters: HashMap::new(),
                 contents: Some(contents),
             };
-            let raw_input_contents = if use_raw { vec![raw] } else { Vec::new() };
+            let raw_input_contents = if use_raw { vec![raw.into()] } else { Vec::new() };
             let r = ModelInferRequest { inputs: vec![t], raw_input_contents, ..Default::default() };
             if let Ok(tensors) = inputs(&r) {
                 for t in tensors {

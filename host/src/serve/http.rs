@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
 use super::error::{ServeError, outcome_of_http};
+use super::frames::Frames;
 use super::json;
 use super::models::{Model, VERSION};
 use super::server::{InferRequest, InferResponse, Server};
@@ -303,15 +304,15 @@ fn respond(a: &InferResponse, wanted: &Outputs, taken: std::time::Instant) -> Re
             .filter_map(|(name, binary)| a.outputs.iter().find(|t| t.name == *name).map(|t| (t, *binary)))
             .collect(),
     };
-    // The binary outputs, appended after the JSON head in one copy each.
-    let mut tail: Vec<&[u8]> = Vec::new();
+    // The binary outputs, sent after the JSON head as they are (the kernel's buffers).
+    let mut tail: Vec<Bytes> = Vec::new();
     let outputs: Vec<Value> = chosen
         .iter()
         .map(|(t, binary)| {
             let mut o = json!({ "name": t.name, "datatype": t.datatype.name(), "shape": t.shape_i64() });
             if *binary {
                 o["parameters"] = json!({ "binary_data_size": t.data.len() });
-                tail.push(&t.data);
+                tail.push(t.data.clone());
             } else {
                 o["data"] = json!(t.values());
             }
@@ -342,12 +343,8 @@ fn respond(a: &InferResponse, wanted: &Outputs, taken: std::time::Instant) -> Re
         return Ok(([(header::CONTENT_TYPE, "application/json")], head).into_response());
     }
     let len = head.len();
-    let mut bytes = Vec::with_capacity(len + tail.iter().map(|d| d.len()).sum::<usize>());
-    bytes.extend_from_slice(&head);
-    for data in tail {
-        bytes.extend_from_slice(data);
-    }
-    let mut r = ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response();
+    let frames = Body::new(Frames::new(std::iter::once(Bytes::from(head)).chain(tail)));
+    let mut r = ([(header::CONTENT_TYPE, "application/octet-stream")], frames).into_response();
     r.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(len));
     Ok(r)
 }

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
+use bytes::Bytes;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -86,15 +87,15 @@ fn bad(what: impl fmt::Display) -> ServeError {
 }
 
 /// Parses `body`, whose first `json_len` bytes are JSON (the rest the inputs' binary data), taking
-/// at most `max_items` elements over all inputs.
-pub fn parse(body: &[u8], json_len: usize, max_items: u64) -> Result<Parsed, ServeError> {
+/// at most `max_items` elements over all inputs. Binary inputs are slices of `body`, not copies.
+pub fn parse(body: &Bytes, json_len: usize, max_items: u64) -> Result<Parsed, ServeError> {
     let (head, mut binary) = body.split_at(json_len.min(body.len()));
     let head: Head<'_> =
         serde_json::from_slice(head).map_err(|e| bad(format!("the request is not valid: {e}")))?;
     let mut room = max_items;
     let mut inputs = Vec::with_capacity(head.inputs.len());
     for i in &head.inputs {
-        inputs.push(input(i, &mut binary, &mut room)?);
+        inputs.push(input(i, body, &mut binary, &mut room)?);
     }
     if !binary.is_empty() {
         return Err(bad(format!(
@@ -121,8 +122,9 @@ pub fn parse(body: &[u8], json_len: usize, max_items: u64) -> Result<Parsed, Ser
     })
 }
 
-/// One input: its data from `data` (JSON, nested or flat) or the next `binary_data_size` bytes.
-fn input(i: &InputHead<'_>, binary: &mut &[u8], room: &mut u64) -> Result<Tensor, ServeError> {
+/// One input: its data from `data` (JSON, nested or flat) or the next `binary_data_size` bytes
+/// (of `binary`, the rest of `body`).
+fn input(i: &InputHead<'_>, body: &Bytes, binary: &mut &[u8], room: &mut u64) -> Result<Tensor, ServeError> {
     let name = cut(&i.name);
     if let Some(size) = i.parameters.as_ref().and_then(|p| p.binary_data_size) {
         let size = usize::try_from(size).unwrap_or(usize::MAX);
@@ -134,7 +136,7 @@ fn input(i: &InputHead<'_>, binary: &mut &[u8], room: &mut u64) -> Result<Tensor
         }
         let (data, rest) = binary.split_at(size);
         *binary = rest;
-        return Tensor::new(&name, &i.datatype, &i.shape, data.to_vec());
+        return Tensor::new(&name, &i.datatype, &i.shape, body.slice_ref(data));
     }
     let raw = i.data.ok_or_else(|| bad(format!("input '{name}' has neither 'data' nor binary_data_size")))?;
     let datatype = DataType::parse(&i.datatype)
@@ -256,7 +258,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn json(s: &str) -> Result<Parsed, ServeError> {
-        parse(s.as_bytes(), s.len(), 1 << 20)
+        json_within(s, 1 << 20)
+    }
+
+    fn json_within(s: &str, max_items: u64) -> Result<Parsed, ServeError> {
+        parse(&Bytes::copy_from_slice(s.as_bytes()), s.len(), max_items)
     }
 
     #[test]
@@ -277,16 +283,18 @@ mod tests {
         let head = r#"{"inputs":[{"name":"image","datatype":"UINT8","shape":[1,3],"parameters":{"binary_data_size":3}}]}"#;
         let mut body = head.as_bytes().to_vec();
         body.extend_from_slice(&[7, 8, 9]);
-        assert_eq!(parse(&body, head.len(), 10).unwrap().inputs[0].data, vec![7, 8, 9]);
+        assert_eq!(parse(&Bytes::from(body.clone()), head.len(), 10).unwrap().inputs[0].data, vec![7, 8, 9]);
         body.push(1);
-        assert!(parse(&body, head.len(), 10).unwrap_err().to_string().contains("no input claims"));
+        assert!(
+            parse(&Bytes::from(body), head.len(), 10).unwrap_err().to_string().contains("no input claims")
+        );
     }
 
     #[test]
     fn bounds_are_enforced_while_parsing() {
         let data =
             format!(r#"{{"inputs":[{{"name":"x","datatype":"UINT8","shape":[11],"data":{:?}}}]}}"#, [0; 11]);
-        let e = parse(data.as_bytes(), data.len(), 10).unwrap_err().to_string();
+        let e = json_within(&data, 10).unwrap_err().to_string();
         assert!(e.contains("more items"), "{e}");
         let one = r#"{"name":"x","datatype":"UINT8","shape":[1],"data":[1]}"#;
         let many = format!(r#"{{"inputs":[{}]}}"#, vec![one; 17].join(","));
@@ -318,7 +326,7 @@ mod tests {
         /// than the item bound decoded.
         #[test]
         fn arbitrary_bodies_never_panic(body in proptest::collection::vec(any::<u8>(), 0..512), split in 0usize..600) {
-            if let Ok(p) = parse(&body, split, 64) {
+            if let Ok(p) = parse(&Bytes::from(body.clone()), split, 64) {
                 prop_assert!(p.inputs.iter().map(|t| t.data.len()).sum::<usize>() <= body.len() + 64 * 4);
             }
         }
@@ -335,7 +343,7 @@ mod tests {
             let mut body = seeds[seed].as_bytes().to_vec();
             let at = at % body.len();
             body[at] = byte;
-            let _ = parse(&body, body.len(), 1 << 10);
+            let _ = parse(&Bytes::from(body.clone()), body.len(), 1 << 10);
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod budget;
 pub mod coalesce;
 pub mod control;
 pub mod error;
+pub mod frames;
 pub mod grpc;
 pub mod http;
 pub mod http_repository;

@@ -43,8 +43,9 @@ impl Model {
         super::repo_model::decode(&self.0, tensors)
     }
 
-    /// The answer's tensors: the mandatory outputs, and the optional part's if it ran.
-    pub fn encode(&self, answer: &Answer, _work: &Work) -> Vec<Tensor> {
+    /// The answer's tensors: the mandatory outputs, and the optional part's if it ran (taken out of
+    /// `answer`, not copied).
+    pub fn encode(&self, answer: &mut Answer, _work: &Work) -> Vec<Tensor> {
         super::repo_model::encode(&self.0, answer)
     }
 

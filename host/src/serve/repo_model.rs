@@ -92,22 +92,24 @@ fn payload(k: &RepoKernel, given: &[&Tensor]) -> Result<Payload, ServeError> {
     k.payload(bufs).map(Payload::Tensors).map_err(|why| bad(k, why))
 }
 
-/// The answer's tensors, named as the model names them.
-pub fn encode(k: &RepoKernel, answer: &Answer) -> Vec<Tensor> {
-    let named = |out: &Output, names: Vec<&str>| -> Vec<Tensor> {
+/// The answer's tensors, named as the model names them: the kernel's buffers themselves, taken out
+/// of `answer` (left without tensors), not copied.
+pub fn encode(k: &RepoKernel, answer: &mut Answer) -> Vec<Tensor> {
+    let named = |out: &mut Output, names: Vec<&str>| -> Vec<Tensor> {
         let Output::Tensors(ts) = out else { return Vec::new() };
-        ts.iter()
+        std::mem::take(ts)
+            .into_iter()
             .zip(names)
             .map(|(t, name)| Tensor {
                 name: name.into(),
                 datatype: t.dtype,
                 shape: t.shape.clone(),
-                data: t.bytes().to_vec(),
+                data: bytes::Bytes::from_owner(t),
             })
             .collect()
     };
-    let mut out = named(&answer.mandatory, k.spec.outputs.iter().map(|t| t.name.as_str()).collect());
-    if let (Some(o), Some((_, names))) = (&answer.optional, &k.spec.optional) {
+    let mut out = named(&mut answer.mandatory, k.spec.outputs.iter().map(|t| t.name.as_str()).collect());
+    if let (Some(o), Some((_, names))) = (&mut answer.optional, &k.spec.optional) {
         out.extend(named(o, names.iter().map(String::as_str).collect()));
     }
     out

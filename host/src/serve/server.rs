@@ -445,8 +445,8 @@ impl Server {
             })?;
         let work = Arc::new(work);
         let hold: Box<dyn Send + Sync> = Box::new((reservation, place));
-        let served = hosted.pool.submit(work.clone(), deadline, Some(hold)).await.map_err(refused)?;
-        let outputs = model.encode(&served.answer, &work);
+        let mut served = hosted.pool.submit(work.clone(), deadline, Some(hold)).await.map_err(refused)?;
+        let outputs = model.encode(&mut served.answer, &work);
         Ok(InferResponse { model: model.name().to_string(), id, outputs, served })
     }
 

@@ -3,6 +3,8 @@
 //! contents). Every tensor is checked here: a known datatype, non-negative dimensions, and data whose
 //! length is exactly what the shape says.
 
+use bytes::Bytes;
+
 use super::error::ServeError;
 
 /// The protocol's datatypes this server reads and writes: every one the kernel ABI takes (BOOL,
@@ -33,14 +35,21 @@ pub struct Tensor {
     pub datatype: DataType,
     /// Dimensions.
     pub shape: Vec<u64>,
-    /// Row-major little-endian elements.
-    pub data: Vec<u8>,
+    /// Row-major little-endian elements: shared, not copied, from a request's body or into an
+    /// answer's (a slice of the body; the kernel's own output buffer).
+    pub data: Bytes,
 }
 
 impl Tensor {
     /// A tensor from its wire parts, checked: the datatype is known, the shape non-negative, and
     /// `data` holds exactly the shape's elements.
-    pub fn new(name: &str, datatype: &str, shape: &[i64], data: Vec<u8>) -> Result<Tensor, ServeError> {
+    pub fn new(
+        name: &str,
+        datatype: &str,
+        shape: &[i64],
+        data: impl Into<Bytes>,
+    ) -> Result<Tensor, ServeError> {
+        let data = data.into();
         let dt = datatype_of(name, datatype)?;
         let shape = dims(name, shape)?;
         let elements = elements(name, &shape)?;
