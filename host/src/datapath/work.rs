@@ -391,11 +391,11 @@ impl KernelImage {
         (p.bytes() + out) as f64 / p.items().max(1) as f64
     }
 
-    /// The reference's speed on this machine, in items per second: the fastest run of a request of
-    /// `items` items over [`TIMED`] (nine runs at least), after [`WARM_UP`] of untimed runs. Converts a trace's CPU-seconds
-    /// sizes into items, and is what a server states as its speed. Measured cold, the median of
-    /// five runs read 543-640 M pixels/s for sobel over five idle starts of a 2-core VM (one start
-    /// 486); warm, the kernel's own speed is what is left once nothing interferes.
+    /// The reference's speed on this machine, in items per second: the fastest run of a request
+    /// of `items` items over [`TIMED`] (nine runs at least), after [`WARM_UP`] of untimed runs.
+    /// Converts a trace's CPU-seconds sizes into items, and is what a server states as its speed.
+    /// The median of five cold runs read 455-638 M pixels/s for sobel over ten idle starts of a
+    /// 2-core VM; this reads 617-639.
     pub fn calibrate(&self, items: u64) -> f64 {
         use rand::SeedableRng;
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(99);
