@@ -20,6 +20,12 @@ impl std::fmt::Debug for TensorBuf {
     }
 }
 
+/// The bytes `shape`'s elements of `dtype` take; `None` past memory's address range.
+fn byte_len(dtype: DType, shape: &[u64]) -> Option<usize> {
+    let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
+    usize::try_from(elements.checked_mul(dtype.size() as u64)?).ok()
+}
+
 /// Its bytes, so that an answer's tensor can be sent without a copy (`bytes::Bytes::from_owner`).
 impl AsRef<[u8]> for TensorBuf {
     fn as_ref(&self) -> &[u8] {
@@ -30,8 +36,7 @@ impl AsRef<[u8]> for TensorBuf {
 impl TensorBuf {
     /// A zeroed tensor of `shape`; `None` if its size does not fit in memory's address range.
     pub fn zeroed(dtype: DType, shape: &[u64]) -> Option<TensorBuf> {
-        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
-        let len = usize::try_from(elements.checked_mul(dtype.size() as u64)?).ok()?;
+        let len = byte_len(dtype, shape)?;
         Some(TensorBuf { dtype, shape: shape.to_vec(), words: vec![0; len.div_ceil(8)], len })
     }
 
@@ -43,8 +48,7 @@ impl TensorBuf {
     /// A tensor holding `bytes`, which must be exactly `shape`'s elements: one pass over them (a
     /// request's input is copied in once, not zeroed first).
     pub fn from_bytes(dtype: DType, shape: &[u64], bytes: &[u8]) -> Option<TensorBuf> {
-        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d))?;
-        let len = usize::try_from(elements.checked_mul(dtype.size() as u64)?).ok()?;
+        let len = byte_len(dtype, shape)?;
         if len != bytes.len() {
             return None;
         }

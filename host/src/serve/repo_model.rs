@@ -116,7 +116,7 @@ pub fn encode(k: &RepoKernel, answer: &mut Answer) -> Vec<Tensor> {
 }
 
 /// Bytes a request takes decoded: its inputs, and the outputs its shapes give, twice (the kernel's
-/// buffers and the answer's tensors).
+/// buffers, which the answer's tensors share, and gRPC's encoding of them).
 pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
     let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
     let specs: Vec<(&str, &[DimExpr])> =
