@@ -500,8 +500,9 @@ fn the_memory_budget_refuses_bodies_beyond_it_while_they_arrive() {
     let m = serve.metrics();
     assert!(m.contains("spork_requests_refused_total{reason=\"rejected\"}"), "{m}");
     // Once they are gone, the budget is free again: a request of half the size (0.8 MB of body, 2.3 MB
-    // decoded with its answer) fits now, and would not beside the 3 MB they held.
-    let (half, half_len) = sobel_binary(3000, 256, r#"{"name":"magnitudes"}"#);
+    // with its input decoded and its binary answer) fits now, and would not beside the 3 MB they held.
+    let (half, half_len) =
+        sobel_binary(3000, 256, r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#);
     let t = Instant::now();
     loop {
         let (status, _) =
@@ -618,4 +619,146 @@ fn a_load_unload_loop_is_bounded_in_memory_and_threads() {
         "{statuses:?}; peak RSS +{} MiB; at most {most_threads} threads; drained in {took:?}",
         grew / MIB
     );
+}
+
+/// Waits (at most 60 s) until `n` sobel requests are settled: answered, or refused and counted.
+fn settle(serve: &Serve, n: u64) -> String {
+    let t = Instant::now();
+    loop {
+        let m = serve.metrics();
+        let settled = counted(&m, "spork_requests_total{model=\"sobel\"")
+            + counted(&m, "spork_requests_refused_total{");
+        if settled >= n {
+            assert_eq!(settled, n, "each request settles once: {m}");
+            return m;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{settled} of {n} settled: {m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits (at most 30 s) until the requests in flight hold nothing of the memory budget.
+fn budget_given_back(serve: &Serve) {
+    let t = Instant::now();
+    while counted(&serve.metrics(), "spork_inflight_bytes") > 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the budget was not given back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Answers whose clients never read them stay on the memory budget until they are written: forty
+/// HTTP clients, one after another, each ask for a 4 Mi-pixel image's answer as JSON text (about
+/// 16 MB) and read nothing. The budget refuses what it cannot hold; the rest wait, counted, until
+/// their connections are closed.
+#[test]
+fn answers_nobody_reads_over_http_are_held_within_the_memory_budget() {
+    let budget = 64 * MIB;
+    let serve = Serve::start(&format!("memory_budget = {budget}\n"), &[]);
+    let (small, small_len) = sobel_binary(16, 16, r#"{"name":"magnitudes"}"#);
+    let (status, text) =
+        http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(small_len), &small);
+    assert_eq!(status, 200, "{text}");
+    let base = serve.peak_rss();
+    let (body, len) = sobel_binary(16384, 256, r#"{"name":"magnitudes"}"#);
+    let head = infer_head(body.len(), Some(len));
+    let mut held = Vec::new();
+    for i in 0..40 {
+        let mut s = TcpStream::connect(serve.http).expect("connect");
+        // A small receive buffer: the answer stays with the server, not in the client's kernel.
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+        let size: libc::c_int = 4096;
+        // SAFETY: setsockopt(2) on an open socket with a c_int option of its size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        s.set_write_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        // A body refused while it arrives may not be read to its end.
+        let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(&body));
+        held.push(s);
+        // One at a time: each is answered (or refused) before the next is sent.
+        settle(&serve, i + 2);
+    }
+    let m = serve.metrics();
+    // Refused on the budget before the pool or at its admission.
+    let refused = counted(&m, "spork_requests_refused_total{reason=\"rejected\"}")
+        + counted(&m, "spork_requests_total{model=\"sobel\",kind=\"none\",outcome=\"rejected\"}");
+    let grew = serve.peak_rss().saturating_sub(base);
+    eprintln!("peak RSS +{} MiB; {refused} of 40 refused by the budget", grew / MIB);
+    // Before: +770 MiB and none refused (every answer held after the budget let it go).
+    assert!(refused > 0, "the budget refused nothing: {m}");
+    assert!(grew < budget + 64 * MIB, "peak RSS grew by {} MiB", grew / MIB);
+    drop(held);
+    budget_given_back(&serve);
+}
+
+/// One gRPC client that advertises no room for answers: on two connections, 32 requests each
+/// (the streams a connection may have), one after another, each a 4 Mi-pixel image whose 4 MB
+/// answer it never reads. Its answers wait in the server within the budget. Returns the
+/// grpc-status of each trailers-only answer (refusals; an answer's status would follow its data).
+async fn zero_window_client(
+    addr: SocketAddr,
+    msg: Vec<u8>,
+) -> (Vec<String>, Vec<Box<dyn std::any::Any + Send>>) {
+    let mut codes = Vec::new();
+    let mut keep: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+    for _ in 0..2 {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (client, conn) = h2::client::Builder::new()
+            .initial_window_size(0)
+            .handshake::<_, bytes::Bytes>(tcp)
+            .await
+            .expect("h2");
+        keep.push(Box::new(tokio::spawn(conn)));
+        for _ in 0..32 {
+            let mut client = client.clone().ready().await.expect("ready");
+            let req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .header("authorization", format!("Bearer {TOKEN}"))
+                .body(())
+                .expect("request");
+            let (resp, mut send) = client.send_request(req, false).expect("send");
+            let mut framed = vec![0u8];
+            framed.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+            framed.extend_from_slice(&msg);
+            send.reserve_capacity(framed.len());
+            let _ = send.send_data(framed.into(), true);
+            let resp = tokio::time::timeout(Duration::from_secs(30), resp)
+                .await
+                .expect("answered")
+                .expect("response");
+            if let Some(code) = resp.headers().get("grpc-status") {
+                codes.push(code.to_str().unwrap_or("?").to_string());
+            }
+            keep.push(Box::new((resp, send)));
+        }
+        keep.push(Box::new(client));
+    }
+    (codes, keep)
+}
+
+#[test]
+fn answers_a_zero_window_grpc_client_leaves_unread_are_held_within_the_memory_budget() {
+    let budget = 64 * MIB;
+    let serve = Serve::start(&format!("memory_budget = {budget}\n"), &[]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &sobel_message(16, 16), Some(TOKEN)));
+    assert_eq!(code, "0", "{msg}");
+    let base = serve.peak_rss();
+    let (codes, held) = rt.block_on(zero_window_client(serve.grpc, sobel_message(16384, 256)));
+    let m = settle(&serve, 65);
+    let grew = serve.peak_rss().saturating_sub(base);
+    eprintln!("peak RSS +{} MiB; {} of 64 refused", grew / MIB, codes.len());
+    // Before: +266 MiB and none refused. 8 = RESOURCE_EXHAUSTED.
+    assert!(!codes.is_empty() && codes.iter().all(|c| c == "8"), "{codes:?}: {m}");
+    assert!(grew < budget + 64 * MIB, "peak RSS grew by {} MiB", grew / MIB);
+    drop(held);
+    drop(rt);
+    budget_given_back(&serve);
 }

@@ -102,6 +102,17 @@ impl Reservation {
         Ok(())
     }
 
+    /// Holds at most `n` bytes from now: what its answer still takes once the inputs are gone.
+    pub fn shrink_to(&self, n: usize) {
+        let mut held = self.held.load(Ordering::Acquire);
+        while held > n {
+            match self.held.compare_exchange_weak(held, n, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return self.budget.give(held - n),
+                Err(now) => held = now,
+            }
+        }
+    }
+
     /// The server has taken the request: it counts it however it ends.
     pub fn set_counted(&self) {
         self.counted.store(true, Ordering::Release);

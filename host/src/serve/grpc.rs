@@ -65,7 +65,8 @@ async fn authorize(
     }
 }
 
-/// A message's bytes reserve on the memory budget as they arrive (RESOURCE_EXHAUSTED beyond it).
+/// A message's bytes reserve on the memory budget as they arrive (RESOURCE_EXHAUSTED beyond it);
+/// the reservation goes with the answer until that is written.
 async fn meter(
     State(s): State<Arc<Server>>,
     req: axum::extract::Request,
@@ -80,12 +81,12 @@ async fn meter(
     if parts.uri.path() != INFER {
         return next.run(axum::extract::Request::from_parts(parts, body)).await;
     }
-    let watch = Abandoned::new(&s.metrics, reservation);
+    let watch = Abandoned::new(&s.metrics, reservation.clone());
     let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
     // A refusal before the pool (tonic's own, or ours) is a trailers-only answer: its status is here.
     let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse::<i32>().ok());
     watch.answered(outcome_of_grpc(tonic::Code::from(code.unwrap_or(13))));
-    response
+    super::held::hold(response, reservation)
 }
 
 impl Service {
@@ -165,9 +166,14 @@ impl GrpcInferenceService for Service {
         // A refusal here is counted by the budget layer, from its status.
         let taken = std::time::Instant::now();
         let (request, wanted) = self.prepare(req)?;
+        let reservation = request.reservation.clone();
         let answer = self.server.infer(request).await?;
         let chosen: Vec<&Tensor> =
             answer.outputs.iter().filter(|t| wanted.as_ref().is_none_or(|w| w.contains(&t.name))).collect();
+        // The answer holds its outputs until tonic encodes them, and the encoding until it is sent.
+        reservation.shrink_to(
+            chosen.iter().map(|t| t.data.len()).sum::<usize>().saturating_mul(2).saturating_add(4096),
+        );
         let s = &answer.served;
         let param = |p: ParameterChoice| InferParameter { parameter_choice: Some(p) };
         let parameters = HashMap::from([
@@ -263,10 +269,13 @@ impl Service {
             true => None,
             false => Some(model.outputs_named(r.outputs.iter().map(|o| o.name.as_str()))?),
         };
+        let inputs = inputs(&r)?;
+        // prost copies the outputs into the answer's message: the copy is held beside them.
+        self.server.reserve(&reservation, model.answer_bytes(&inputs))?;
         let request = InferRequest {
             reservation,
             deadline_ms: deadline(&r.parameters)?,
-            inputs: inputs(&r)?,
+            inputs,
             model: r.model_name,
             version: Some(r.model_version),
             id: Some(r.id).filter(|id| !id.is_empty()),

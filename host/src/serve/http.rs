@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use super::answer_json;
 use super::budget::{Abandoned, Framing, Metered, Refusal, Reservation};
 use super::error::{ServeError, outcome_of_http};
 use super::frames::Frames;
@@ -47,7 +48,7 @@ pub fn router(server: Arc<Server>) -> Router {
 }
 
 /// Every request reserves its body's bytes on the memory budget as they arrive; the reservation
-/// goes with the request (an extension) until the pool is done with it.
+/// goes with the request (an extension) and then with its answer until that is written.
 async fn meter(State(s): State<Arc<Server>>, req: Request, next: Next) -> Response {
     let reservation = Reservation::new(s.budget.clone());
     let (mut parts, body) = req.into_parts();
@@ -58,10 +59,10 @@ async fn meter(State(s): State<Arc<Server>>, req: Request, next: Next) -> Respon
     if !parts.uri.path().ends_with("/infer") {
         return next.run(Request::from_parts(parts, body)).await;
     }
-    let watch = Abandoned::new(&s.metrics, reservation);
+    let watch = Abandoned::new(&s.metrics, reservation.clone());
     let response = next.run(Request::from_parts(parts, body)).await;
     watch.answered(outcome_of_http(response.status().as_u16()));
-    response
+    super::held::hold(response, reservation)
 }
 
 /// An error as the protocol says it.
@@ -224,6 +225,10 @@ async fn prepare(
         }
     };
     let outputs = Outputs { named, all_binary: parsed.all_binary };
+    // An answer's JSON text can be several times its outputs' bytes: the budget holds the most it
+    // can take before any work is paid for.
+    let text = answer_json::text_bound(&m.answer_shapes(&parsed.inputs), |n| outputs.as_json(n));
+    s.reserve(&reservation, usize::try_from(text).unwrap_or(usize::MAX))?;
     let request = InferRequest {
         reservation,
         model,
@@ -290,6 +295,16 @@ struct Outputs {
     all_binary: bool,
 }
 
+impl Outputs {
+    /// Whether output `name` is sent as JSON `data`.
+    fn as_json(&self, name: &str) -> bool {
+        match &self.named {
+            None => !self.all_binary,
+            Some(named) => named.iter().any(|(n, binary)| n == name && !binary),
+        }
+    }
+}
+
 fn bad(what: impl std::fmt::Display) -> ServeError {
     ServeError::BadRequest(what.to_string())
 }
@@ -305,25 +320,13 @@ fn respond(a: &InferResponse, wanted: &Outputs, taken: std::time::Instant) -> Re
             .collect(),
     };
     // The binary outputs, sent after the JSON head as they are (the kernel's buffers).
-    let mut tail: Vec<Bytes> = Vec::new();
-    let outputs: Vec<Value> = chosen
-        .iter()
-        .map(|(t, binary)| {
-            let mut o = json!({ "name": t.name, "datatype": t.datatype.name(), "shape": t.shape_i64() });
-            if *binary {
-                o["parameters"] = json!({ "binary_data_size": t.data.len() });
-                tail.push(t.data.clone());
-            } else {
-                o["data"] = json!(t.values());
-            }
-            o
-        })
-        .collect();
+    let tail: Vec<Bytes> = chosen.iter().filter(|(_, binary)| *binary).map(|(t, _)| t.data.clone()).collect();
     let s = &a.served;
-    let mut body = json!({
-        "model_name": a.model,
-        "model_version": VERSION,
-        "parameters": {
+    let answer = answer_json::Answer {
+        model_name: &a.model,
+        model_version: VERSION,
+        id: a.id.as_deref(),
+        parameters: json!({
             "worker_kind": s.kind.name(),
             "worker": s.worker,
             "queue_ms": s.queue as f64 / 1e6,
@@ -332,13 +335,10 @@ fn respond(a: &InferResponse, wanted: &Outputs, taken: std::time::Instant) -> Re
             "deadline_missed": s.missed,
             // From the handler taking the request (its head read, its body not yet) to this answer.
             "handled_ms": taken.elapsed().as_secs_f64() * 1e3,
-        },
-        "outputs": outputs,
-    });
-    if let Some(id) = &a.id {
-        body["id"] = json!(id);
-    }
-    let head = serde_json::to_vec(&body).map_err(|e| ServeError::Internal(e.to_string()))?;
+        }),
+        outputs: chosen.iter().map(|(t, binary)| answer_json::Output::new(t, *binary)).collect(),
+    };
+    let head = answer.to_vec()?;
     if tail.is_empty() {
         return Ok(([(header::CONTENT_TYPE, "application/json")], head).into_response());
     }

@@ -10,12 +10,14 @@
 //! - [`models`], [`tensor`]: the served models and their tensors; [`pools`]: a pool per model;
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
+pub mod answer_json;
 pub mod budget;
 pub mod coalesce;
 pub mod control;
 pub mod error;
 pub mod frames;
 pub mod grpc;
+pub mod held;
 pub mod http;
 pub mod http_repository;
 pub mod json;

@@ -59,6 +59,16 @@ impl Model {
         chosen_outputs(self.name(), &known, names)
     }
 
+    /// The outputs `tensors` are answered with (name, datatype, elements), from their shapes alone.
+    pub fn answer_shapes(&self, tensors: &[Tensor]) -> Vec<(String, DataType, u64)> {
+        super::repo_model::answer_shapes(&self.0, tensors)
+    }
+
+    /// Bytes the outputs of `tensors` take, from their shapes alone.
+    pub fn answer_bytes(&self, tensors: &[Tensor]) -> usize {
+        usize::try_from(super::repo_model::answer_bytes(&self.0, tensors)).unwrap_or(usize::MAX)
+    }
+
     /// Bytes `tensors` take once decoded and answered, from their shapes alone.
     pub fn decoded_bytes(&self, tensors: &[Tensor]) -> usize {
         super::repo_model::decoded_bytes(&self.0, tensors)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::error::ServeError;
 use super::models::{Signature, cut};
-use super::tensor::Tensor;
+use super::tensor::{DataType, Tensor};
 use crate::datapath::work::{Answer, Output, Payload, Work};
 use crate::repository::kernel::RepoKernel;
 use crate::repository::shape::{self, DimExpr};
@@ -115,10 +115,10 @@ pub fn encode(k: &RepoKernel, answer: &mut Answer) -> Vec<Tensor> {
     out
 }
 
-/// Bytes a request takes decoded: its inputs, and the outputs its shapes give, twice (the kernel's
-/// buffers, which the answer's tensors share, and gRPC's encoding of them).
-pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
-    let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
+/// The outputs a request's tensors are answered with, from their shapes alone: each output's name,
+/// datatype and elements, the optional part's too if its inputs are given; none if the shapes do
+/// not bind (the decode refuses them).
+pub fn answer_shapes(k: &RepoKernel, tensors: &[Tensor]) -> Vec<(String, DataType, u64)> {
     let specs: Vec<(&str, &[DimExpr])> =
         k.spec.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
     let shapes: Vec<&[u64]> = k
@@ -128,15 +128,34 @@ pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
         .filter_map(|s| tensors.iter().find(|t| t.name == s.name))
         .map(|t| &t.shape[..])
         .collect();
-    let outputs: u64 = match shape::bind(&k.spec.dims, &specs, &shapes) {
-        Ok(dims) => k
-            .spec
-            .output_shapes(&dims)
-            .iter()
-            .map(|(dt, shape)| shape.iter().fold(dt.size() as u64, |a, &d| a.saturating_mul(d)))
-            .fold(0, u64::saturating_add),
-        Err(_) => 0,
-    };
-    let total = inputs.saturating_add(outputs.saturating_mul(2));
-    usize::try_from(total).unwrap_or(usize::MAX)
+    let Ok(dims) = shape::bind(&k.spec.dims, &specs, &shapes) else { return Vec::new() };
+    let sized: Vec<(DataType, u64)> = k
+        .spec
+        .output_shapes(&dims)
+        .iter()
+        .map(|(dt, shape)| (*dt, shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))))
+        .collect();
+    let mut out: Vec<(String, DataType, u64)> =
+        k.spec.outputs.iter().zip(&sized).map(|(s, &(dt, n))| (s.name.clone(), dt, n)).collect();
+    if let Some((inputs, names)) = &k.spec.optional
+        && inputs.iter().any(|i| tensors.iter().any(|t| t.name == *i))
+    {
+        out.extend(names.iter().zip(&sized).map(|(name, &(dt, n))| (name.clone(), dt, n)));
+    }
+    out
+}
+
+/// Bytes the outputs of a request's tensors take, from their shapes alone.
+pub fn answer_bytes(k: &RepoKernel, tensors: &[Tensor]) -> u64 {
+    answer_shapes(k, tensors)
+        .iter()
+        .map(|(_, dt, n)| n.saturating_mul(dt.size() as u64))
+        .fold(0, u64::saturating_add)
+}
+
+/// Bytes a request takes decoded: its inputs and its outputs (the kernel's buffers, which the
+/// answer's tensors share). Each protocol reserves its own encoding of the answer beside them.
+pub fn decoded_bytes(k: &RepoKernel, tensors: &[Tensor]) -> usize {
+    let inputs: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
+    usize::try_from(inputs.saturating_add(answer_bytes(k, tensors))).unwrap_or(usize::MAX)
 }

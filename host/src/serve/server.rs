@@ -471,9 +471,18 @@ impl Server {
                 "the request's inputs take {bytes} bytes decoded; this server holds at most {most} per request"
             )));
         }
-        reservation.add(bytes).map_err(|e| ServeError::Overloaded {
-            message: e.to_string(),
-            retry_after: Duration::from_secs(1),
+        self.reserve(reservation, bytes)
+    }
+
+    /// Holds `bytes` more of the memory budget on `reservation`: refused if the budget has not got
+    /// them now (429: retry), or never could beside what the request holds already (413).
+    pub fn reserve(&self, reservation: &Reservation, bytes: usize) -> Result<(), ServeError> {
+        reservation.add(bytes).map_err(|e| match reservation.held().saturating_add(e.wanted) > e.capacity {
+            true => ServeError::TooLarge(format!(
+                "the request needs {} bytes held at once, more than this server's whole memory budget ({}): send a smaller one, ask for its outputs as binary data, or raise memory_budget",
+                e.wanted, e.capacity
+            )),
+            false => ServeError::Overloaded { message: e.to_string(), retry_after: Duration::from_secs(1) },
         })
     }
 }
