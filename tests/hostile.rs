@@ -663,20 +663,7 @@ fn answers_nobody_reads_over_http_are_held_within_the_memory_budget() {
     let head = infer_head(body.len(), Some(len));
     let mut held = Vec::new();
     for i in 0..40 {
-        let mut s = TcpStream::connect(serve.http).expect("connect");
-        // A small receive buffer: the answer stays with the server, not in the client's kernel.
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
-        let size: libc::c_int = 4096;
-        // SAFETY: setsockopt(2) on an open socket with a c_int option of its size.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_RCVBUF,
-                (&size as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        let mut s = receive_buffer(TcpStream::connect(serve.http).expect("connect"), 4096);
         s.set_write_timeout(Some(Duration::from_secs(20))).expect("timeout");
         // A body refused while it arrives may not be read to its end.
         let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(&body));
@@ -761,4 +748,80 @@ fn answers_a_zero_window_grpc_client_leaves_unread_are_held_within_the_memory_bu
     drop(held);
     drop(rt);
     budget_given_back(&serve);
+}
+
+/// `s` with a receive buffer of `bytes`: what it does not read stays with the server, not in this
+/// machine's kernel.
+fn receive_buffer(s: TcpStream, bytes: libc::c_int) -> TcpStream {
+    let size: libc::c_int = bytes;
+    // SAFETY: setsockopt(2) on an open socket with a c_int option of its size.
+    let r = unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&s),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0, "SO_RCVBUF: {}", std::io::Error::last_os_error());
+    s
+}
+
+/// Sends a 4 Mi-pixel sobel request asking for its answer as JSON text (about 16 MB) on a new
+/// connection, reads its head and returns the connection and the answer's Content-Length.
+fn large_json_answer(serve: &Serve) -> (TcpStream, usize) {
+    let (body, len) = sobel_binary(16384, 256, r#"{"name":"magnitudes"}"#);
+    let mut s = receive_buffer(TcpStream::connect(serve.http).expect("connect"), 64 << 10);
+    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.write_all(infer_head(body.len(), Some(len)).as_bytes()).expect("head");
+    s.write_all(&body).expect("body");
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).expect("the answer's head"), 1, "closed before its head");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    let length = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no length: {head}"));
+    (s, length)
+}
+
+/// Reads `s` to its end, `chunk` bytes at a time with `pause` between reads until `slow_for` has
+/// passed: the bytes read.
+fn read_slowly(s: &mut TcpStream, chunk: usize, pause: Duration, slow_for: Duration) -> usize {
+    let (start, mut got, mut buf) = (Instant::now(), 0, vec![0u8; chunk]);
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => return got,
+            Ok(n) => got += n,
+        }
+        if start.elapsed() < slow_for {
+            std::thread::sleep(pause);
+        }
+    }
+}
+
+/// A client that reads a large answer slowly keeps its connection past the idle timeout and gets
+/// all of it; one that reads nothing is closed once the header timeout passes with no byte moved.
+#[test]
+fn a_slow_reader_gets_its_whole_answer_and_a_stalled_one_is_closed() {
+    let serve = Serve::start("header_timeout = \"1s\"\n", &[]);
+    // 64 KB every 100 ms for 4 s, past the 1 s idle timeout and the 2 s it gives to go: the
+    // server's send buffer (MBs) takes more of the answer only every few seconds, the client
+    // acknowledges some all the time.
+    let (mut slow, length) = large_json_answer(&serve);
+    let got = read_slowly(&mut slow, 64 << 10, Duration::from_millis(100), Duration::from_secs(4));
+    // Before: closed at about 3 s, the rest of the answer lost.
+    assert_eq!(got, length, "the slow reader got {got} of {length} bytes");
+    // Reading nothing for 5 s: closed, the answer cut off.
+    let (mut stalled, length) = large_json_answer(&serve);
+    std::thread::sleep(Duration::from_secs(5));
+    let got = read_slowly(&mut stalled, 1 << 20, Duration::ZERO, Duration::ZERO);
+    assert!(got < length, "a client that read nothing for 5 s was still served ({got} bytes)");
 }

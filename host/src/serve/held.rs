@@ -16,24 +16,32 @@ use http_body::{Frame, SizeHint};
 
 use super::budget::Reservation;
 
+/// What an answer's chunks keep alive until the last of them is dropped.
+pub type Keep = Arc<dyn Send + Sync>;
+
 /// `response`, its body's chunks holding `reservation`; the reservation first shrunk to the body's
 /// length when the body knows it (the request's inputs are gone by now).
 pub fn hold(response: Response, reservation: Arc<Reservation>) -> Response {
-    let (parts, body) = response.into_parts();
-    if let Some(n) = http_body::Body::size_hint(&body).exact() {
+    if let Some(n) = http_body::Body::size_hint(response.body()).exact() {
         reservation.shrink_to(usize::try_from(n).unwrap_or(usize::MAX));
     }
-    Response::from_parts(parts, Body::new(Held { body, reservation: Some(reservation) }))
+    keep(response, reservation)
 }
 
-/// A body whose data chunks each hold the reservation; the body's own hold ends with it.
+/// `response`, its body's chunks each keeping `k` (and the body itself, until it ends).
+pub fn keep(response: Response, k: Keep) -> Response {
+    let (parts, body) = response.into_parts();
+    Response::from_parts(parts, Body::new(Held { body, reservation: Some(k) }))
+}
+
+/// A body whose data chunks each keep what it keeps; the body's own hold ends with it.
 struct Held {
     body: Body,
-    reservation: Option<Arc<Reservation>>,
+    reservation: Option<Keep>,
 }
 
-/// A chunk and the reservation it keeps (read by no one: it is held, and dropped with the chunk).
-struct Owned(Bytes, #[allow(dead_code)] Arc<Reservation>);
+/// A chunk and what it keeps (read by no one: it is held, and dropped with the chunk).
+struct Owned(Bytes, #[allow(dead_code)] Keep);
 
 impl AsRef<[u8]> for Owned {
     fn as_ref(&self) -> &[u8] {

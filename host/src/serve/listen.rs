@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -20,6 +19,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tower::ServiceExt;
 
 use super::StartError;
+use super::activity::{Activity, Watched};
 use super::error::ServeError;
 use super::server::{Limits, MAX_DEADLINE_MS, Server};
 
@@ -160,39 +160,6 @@ impl Backoff {
     }
 }
 
-/// When a connection last had a request in flight, and how many it has now.
-struct Activity {
-    born: Instant,
-    in_flight: AtomicUsize,
-    last_ms: AtomicU64,
-}
-
-/// A request in flight on a connection; its end marks the connection active now.
-struct Busy(Arc<Activity>);
-
-impl Activity {
-    fn begin(self: &Arc<Self>) -> Busy {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        Busy(self.clone())
-    }
-
-    fn idle_for(&self) -> Option<Duration> {
-        if self.in_flight.load(Ordering::Acquire) > 0 {
-            return None;
-        }
-        let last = Duration::from_millis(self.last_ms.load(Ordering::Acquire));
-        Some(self.born.elapsed().saturating_sub(last))
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let now = self.0.born.elapsed().as_millis() as u64;
-        self.0.last_ms.store(now, Ordering::Release);
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 fn builder(protocol: Protocol, limits: &Limits) -> Builder<TokioExecutor> {
     let mut b = Builder::new(TokioExecutor::new());
     if protocol == Protocol::Grpc {
@@ -240,34 +207,45 @@ async fn connection(
 ) {
     // Small request/response exchanges: no Nagle delay.
     let _ = stream.set_nodelay(true);
+    let activity = Activity::new();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    // The socket's own writes mark the connection active, under any buffering of ours.
+    let io = Watched::new(stream, activity.clone());
     match protocol {
         // Each gRPC answer's frames in one write (see `coalesce`).
-        Protocol::Grpc => serve(super::coalesce::Coalesced::new(stream), app, protocol, rules, stop).await,
-        Protocol::Http => serve(stream, app, protocol, rules, stop).await,
+        Protocol::Grpc => {
+            serve(super::coalesce::Coalesced::new(io), (activity, fd), app, protocol, rules, stop).await
+        }
+        Protocol::Http => serve(io, (activity, fd), app, protocol, rules, stop).await,
     }
 }
 
-/// Serves the connection `io` until it ends, closes idle, or the drain closes it.
-async fn serve<I>(io: I, app: Router, protocol: Protocol, rules: Rules, mut stop: watch::Receiver<bool>)
-where
+/// Serves the connection `io` (its socket `fd`, watched by `activity`) until it ends, closes idle,
+/// or the drain closes it.
+async fn serve<I>(
+    io: I,
+    (activity, fd): (Arc<Activity>, std::os::fd::RawFd),
+    app: Router,
+    protocol: Protocol,
+    rules: Rules,
+    mut stop: watch::Receiver<bool>,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let activity = Arc::new(Activity {
-        born: Instant::now(),
-        in_flight: AtomicUsize::new(0),
-        last_ms: AtomicU64::new(0),
-    });
     let limit = request_timeout(&rules.limits);
     let seen = activity.clone();
     let service = tower::service_fn(move |req: axum::http::Request<hyper::body::Incoming>| {
         let busy = seen.begin();
         let answer = app.clone().oneshot(req);
+        let seen = seen.clone();
         async move {
             let r = tokio::time::timeout(limit, answer).await;
+            let response =
+                r.unwrap_or_else(|_| Ok(timed_out(protocol, limit))).unwrap_or_else(|e| match e {});
+            // The answer keeps the connection active while its bytes go out (see `activity`).
+            let response = super::held::keep(response, Arc::new(seen.answer()));
             drop(busy);
-            Ok::<_, std::convert::Infallible>(
-                r.unwrap_or_else(|_| Ok(timed_out(protocol, limit))).unwrap_or_else(|e| match e {}),
-            )
+            Ok::<_, std::convert::Infallible>(response)
         }
     });
     let builder = builder(protocol, &rules.limits);
@@ -286,11 +264,15 @@ where
             _ = tick.tick() => match closing {
                 Some(at) if Instant::now() >= at => return,
                 Some(_) => {}
-                None if activity.idle_for().is_some_and(|d| d >= idle) => {
-                    conn.as_mut().graceful_shutdown();
-                    closing = Some(Instant::now() + DRAIN_BOUND);
+                None => {
+                    let now = Instant::now();
+                    // The descriptor lives as long as `conn`, which owns the socket.
+                    activity.observe(super::activity::unsent(fd).unwrap_or(0), now);
+                    if activity.idle_for(now).is_some_and(|d| d >= idle) {
+                        conn.as_mut().graceful_shutdown();
+                        closing = Some(now + DRAIN_BOUND);
+                    }
                 }
-                None => {}
             },
         }
     }

@@ -10,6 +10,7 @@
 //! - [`models`], [`tensor`]: the served models and their tensors; [`pools`]: a pool per model;
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
+pub mod activity;
 pub mod answer_json;
 pub mod budget;
 pub mod coalesce;
