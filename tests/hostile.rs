@@ -258,12 +258,15 @@ fn oversized_json_and_million_document_requests_are_refused_within_a_bounded_rss
     assert!(peak < 160 * MIB, "peak RSS {} MiB", peak / MIB);
 }
 
-/// A gRPC `ModelInfer` as raw bytes on an h2 stream: (grpc-status, message).
-async fn grpc_raw(addr: SocketAddr, msg: &[u8], token: Option<&str>) -> (String, String) {
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let (client, conn) = h2::client::handshake(tcp).await.expect("h2");
-    tokio::spawn(conn);
-    let mut client = client.ready().await.expect("ready");
+type Sender = h2::client::SendRequest<bytes::Bytes>;
+
+/// A gRPC `ModelInfer` of message `msg` (with `token`) sent whole on a new stream of `client`:
+/// its answer to come and the stream.
+fn send_infer(
+    client: &mut Sender,
+    msg: &[u8],
+    token: Option<&str>,
+) -> (h2::client::ResponseFuture, h2::SendStream<bytes::Bytes>) {
     let mut req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
         .header("content-type", "application/grpc")
         .header("te", "trailers");
@@ -277,6 +280,28 @@ async fn grpc_raw(addr: SocketAddr, msg: &[u8], token: Option<&str>) -> (String,
     send.reserve_capacity(framed.len());
     // The server may answer (and reset the stream) before taking every byte.
     let _ = send.send_data(framed.into(), true);
+    (resp, send)
+}
+
+/// An HTTP/2 connection to `addr` that advertises no room for answers (and answers pings, as h2
+/// does, for as long as the server keeps it); its driver runs on the current runtime.
+async fn zero_window(addr: SocketAddr) -> (Sender, tokio::task::JoinHandle<Result<(), h2::Error>>) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, bytes::Bytes>(tcp)
+        .await
+        .expect("h2");
+    (client, tokio::spawn(conn))
+}
+
+/// A gRPC `ModelInfer` as raw bytes on an h2 stream: (grpc-status, message).
+async fn grpc_raw(addr: SocketAddr, msg: &[u8], token: Option<&str>) -> (String, String) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (client, conn) = h2::client::handshake(tcp).await.expect("h2");
+    tokio::spawn(conn);
+    let mut client = client.ready().await.expect("ready");
+    let (resp, _send) = send_infer(&mut client, msg, token);
     let resp =
         tokio::time::timeout(Duration::from_secs(30), resp).await.expect("answered").expect("response");
     let status = |h: &http::HeaderMap| {
@@ -343,27 +368,9 @@ fn a_zero_window_stream_cannot_hold_the_drain_open() {
     // A client that advertises no room for the answer and answers pings (h2 does) for as long as
     // the server keeps the connection.
     let held = rt.spawn(async move {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let (client, conn) = h2::client::Builder::new()
-            .initial_window_size(0)
-            .handshake::<_, bytes::Bytes>(tcp)
-            .await
-            .expect("h2");
-        let driver = tokio::spawn(conn);
+        let (client, driver) = zero_window(addr).await;
         let mut client = client.ready().await.expect("ready");
-        let req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .body(())
-            .expect("request");
-        let (resp, mut send) = client.send_request(req, false).expect("send");
-        let msg = sobel_message(64, 256);
-        let mut framed = vec![0u8];
-        framed.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-        framed.extend_from_slice(&msg);
-        send.reserve_capacity(framed.len());
-        let _ = send.send_data(framed.into(), true);
+        let (resp, _send) = send_infer(&mut client, &sobel_message(64, 256), Some(TOKEN));
         let _resp = resp.await;
         let _ = driver.await;
     });
@@ -695,27 +702,11 @@ async fn zero_window_client(
     let mut codes = Vec::new();
     let mut keep: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
     for _ in 0..2 {
-        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let (client, conn) = h2::client::Builder::new()
-            .initial_window_size(0)
-            .handshake::<_, bytes::Bytes>(tcp)
-            .await
-            .expect("h2");
-        keep.push(Box::new(tokio::spawn(conn)));
+        let (client, driver) = zero_window(addr).await;
+        keep.push(Box::new(driver));
         for _ in 0..32 {
             let mut client = client.clone().ready().await.expect("ready");
-            let req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
-                .header("content-type", "application/grpc")
-                .header("te", "trailers")
-                .header("authorization", format!("Bearer {TOKEN}"))
-                .body(())
-                .expect("request");
-            let (resp, mut send) = client.send_request(req, false).expect("send");
-            let mut framed = vec![0u8];
-            framed.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-            framed.extend_from_slice(&msg);
-            send.reserve_capacity(framed.len());
-            let _ = send.send_data(framed.into(), true);
+            let (resp, send) = send_infer(&mut client, &msg, Some(TOKEN));
             let resp = tokio::time::timeout(Duration::from_secs(30), resp)
                 .await
                 .expect("answered")
