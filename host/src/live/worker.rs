@@ -485,6 +485,12 @@ mod tests {
         let w =
             Worker::spawn(WorkerId(0), 1, units, image.clone(), UnitSetup::default(), events, Clock::start());
         assert!(matches!(rx.blocking_recv(), Some(Event::Ready { .. })), "configured");
+        // Its thread reports Ready before it lets go of the runner: wait (bounded) until it has.
+        let released = (0..10_000_000).any(|_| {
+            std::thread::yield_now();
+            w.units[0].runner.try_lock().is_ok_and(|r| r.serving == Some(true))
+        });
+        assert!(released, "the unit's thread kept its runner after configuring");
         // Inline on an idle unit: both of its reports are out before `send` returns.
         w.send(0, job(1, &image), true).expect("sent");
         assert!(matches!(rx.try_recv(), Ok(Event::Started { id: 1, .. })), "started on this thread");
