@@ -39,7 +39,7 @@ const BUILT_WINDOW: usize = 64;
 
 /// The longest CPU job the driver runs on its own thread when the pool has nothing else in flight:
 /// a lone small request then runs where its inputs were decoded, with no thread woken on another
-/// core (0.11 ms is a 256x256 Sobel here), and no request waits behind it longer than this.
+/// core (0.11 ms is a 256x256 Sobel here); a request waits behind it only as long as it runs.
 const INLINE_MAX: Time = 200_000;
 
 /// How often the loop wakes with nothing due: the published status, the stop flag.
