@@ -35,8 +35,13 @@ pub fn text_bound<'a>(shapes: &'a [(String, DataType, u64)], as_json: impl Fn(&'
     shapes
         .iter()
         .filter(|(name, _, _)| as_json(name))
-        .map(|(_, dt, n)| n.saturating_mul(width(*dt)).saturating_add(PER_OUTPUT))
+        .map(|&(_, dt, n)| output_bound(dt, n))
         .fold(HEAD, u64::saturating_add)
+}
+
+/// The most bytes one output's text takes with `n` elements of `dt` as `data`.
+fn output_bound(dt: DataType, n: u64) -> u64 {
+    n.saturating_mul(width(dt)).saturating_add(PER_OUTPUT)
 }
 
 /// A tensor's elements as `data`: integers as integers, floats as floats (NaN and the infinities
@@ -92,11 +97,9 @@ impl<'a> Output<'a> {
 
     /// The most bytes its text takes.
     fn bound(&self) -> u64 {
-        let data = self
-            .data
+        self.data
             .as_ref()
-            .map_or(0, |d| (d.0.data.len() / d.0.datatype.size()) as u64 * width(d.0.datatype));
-        data + PER_OUTPUT
+            .map_or(PER_OUTPUT, |d| output_bound(d.0.datatype, (d.0.data.len() / d.0.datatype.size()) as u64))
     }
 }
 
