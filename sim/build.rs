@@ -14,6 +14,11 @@ use std::path::PathBuf;
 #[allow(dead_code)]
 mod verilate;
 
+// verilate.rs runs its tools through it (`crate::bounded`).
+#[path = "src/bounded.rs"]
+#[allow(dead_code)]
+mod bounded;
+
 const DESIGNS: [&str; 4] = ["sobel", "bloom", "dense", "dispatch"];
 
 /// The kernels with a Vitis stream wrapper, built as `<kernel>_axis`.

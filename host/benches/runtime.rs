@@ -89,8 +89,6 @@ fn request_overhead(c: &mut Criterion) {
                         stall: None,
                         batch: Vec::new(),
                     },
-                    // Through the worker's thread: that round trip is what this measures.
-                    false,
                 )
                 .expect("send");
             loop {

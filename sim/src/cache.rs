@@ -103,7 +103,7 @@ fn key(design: &Design, tools: &Toolchain, runtime: &Path) -> Result<String, Sim
     h.update([u8::from(design.strict)]);
     for file in design.sources.iter().chain(&design.waivers) {
         let path = design.dir.join(file);
-        let bytes = std::fs::read(&path).map_err(|e| io(&path, e))?;
+        let bytes = crate::bounded::read_file(&path).map_err(|e| io(&path, e))?;
         h.update(file.display().to_string().as_bytes());
         h.update([0]);
         h.update((bytes.len() as u64).to_le_bytes());

@@ -11,6 +11,7 @@
 //! its work to the CPUs. [`dispatch`] drives the dispatch engine.
 
 pub mod axis;
+pub mod bounded;
 pub mod cache;
 pub mod cores;
 pub mod dispatch;

@@ -260,12 +260,17 @@ fn errors(log: &str) -> String {
     if lines.is_empty() { log.trim().to_string() } else { lines.join("\n") }
 }
 
+/// Runs a build tool within the process's bounds (`bounded::limits`: its time and the output kept).
 fn run(cmd: &mut Command, fail: impl FnOnce(String) -> VerilateError) -> Result<(), VerilateError> {
-    match cmd.output() {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => {
-            Err(fail(format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))))
-        }
+    let limits = crate::bounded::limits();
+    match crate::bounded::run(cmd, limits.verilate, limits.output) {
+        Ok(crate::bounded::Ran::Ended { success: true, .. }) => Ok(()),
+        Ok(crate::bounded::Ran::Ended { log, .. }) => Err(fail(log)),
+        Ok(crate::bounded::Ran::TimedOut { log }) => Err(fail(format!(
+            "{log}\n{:?} was killed after {:?} (the build limit; spork serve --build-timeout sets it)",
+            cmd.get_program(),
+            limits.verilate
+        ))),
         Err(e) => Err(VerilateError::Tool {
             tool: format!("{:?}", cmd.get_program()),
             fix: if e.kind() == std::io::ErrorKind::NotFound {

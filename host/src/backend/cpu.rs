@@ -27,10 +27,6 @@ impl Backend for CpuWorker {
         Kind::Cpu
     }
 
-    fn runs_inline(&self) -> bool {
-        true
-    }
-
     fn configure(&mut self, image: &KernelImage) -> Result<Configured, BackendError> {
         // The thread is already running: its measured spin-up is from the spawn request until here.
         let measured = self.started.elapsed();

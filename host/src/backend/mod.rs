@@ -210,12 +210,6 @@ pub trait Backend: Send {
     fn models_link(&self) -> bool {
         false
     }
-    /// Whether a job may run on the thread that dispatches it, an async runtime's (see
-    /// `live::worker::Worker::send`): only a kernel run here and now, which neither waits on that
-    /// runtime (a remote slot does) nor sleeps for a device's timeline.
-    fn runs_inline(&self) -> bool {
-        false
-    }
     /// Whom to tell if the worker is lost while it waits for work (a remote host going down); a
     /// local worker never is.
     fn on_lost(&mut self, _notify: remote::LostNotify) {}

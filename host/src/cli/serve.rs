@@ -90,6 +90,10 @@ pub struct Args {
     /// Require the token on health and metrics too.
     #[arg(long)]
     auth_health: bool,
+    /// How long each build tool run on a model folder (the C compiler, Verilator) may take before it
+    /// is killed and the model refused [default: 120s].
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    build_timeout: Option<Duration>,
     /// How long a drain (SIGTERM, SIGINT) lets requests in flight finish [default: 5s].
     #[arg(long, value_parser = humantime::parse_duration)]
     grace: Option<Duration>,
@@ -437,6 +441,16 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
                 .map_err(|e| format!("{e:#}"))
         }))
     });
+    if let Some(t) = args.build_timeout {
+        if t.is_zero() || t > Duration::from_secs(24 * 3600) {
+            bail!("--build-timeout {t:?} must be between 1ms and 24h");
+        }
+        spork_sim::bounded::set_limits(spork_sim::bounded::BuildLimits {
+            compile: t,
+            verilate: t,
+            ..Default::default()
+        });
+    }
     let measure = spork::serve::control::Measure {
         target: which.target(),
         clock_mhz,
@@ -444,6 +458,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         // The simulated board runs the RTL; the cross-check runs it beside the emulated board.
         sim: which == BoardArg::Sim || crosscheck,
         real_board,
+        memory_budget: limits.memory_budget as u64,
     };
     let mut not_loaded = Vec::new();
     let mut kernels = Vec::new();

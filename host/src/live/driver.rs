@@ -37,11 +37,6 @@ use crate::policy::recovery::{Failure, Fate, recover};
 /// a board that has fallen this far behind pays it, and its queue stays within this many inputs.
 const BUILT_WINDOW: usize = 64;
 
-/// The longest CPU job the driver runs on its own thread when the pool has nothing else in flight:
-/// a lone small request then runs where its inputs were decoded, with no thread woken on another
-/// core (0.11 ms is a 256x256 Sobel here); a request waits behind it only as long as it runs.
-const INLINE_MAX: Time = 200_000;
-
 /// How often the loop wakes with nothing due: the published status, the stop flag.
 const HOUSEKEEPING: Time = 20_000_000;
 
@@ -349,12 +344,7 @@ impl Run<'_> {
             }
             (_, Inputs::Given(work)) => (Input::Built(work.clone()), Inputs::Given(work)),
         };
-        // A short CPU job of a pool with nothing else in flight runs on this thread (see `Worker::send`).
-        let inline = booked.kind == Kind::Cpu
-            && self.inflight.is_empty()
-            && booked.start <= now
-            && booked.finish.saturating_sub(booked.start) <= INLINE_MAX;
-        if self.fleet.send(unit, id, input, booked.optional(), now, inline) {
+        if self.fleet.send(unit, id, input, booked.optional(), now) {
             let o = Outstanding { booked, arrived, inputs, reply, generation, started: None };
             self.inflight.insert(id, o);
         } else {

@@ -135,17 +135,8 @@ impl<'c> LiveFleet<'c> {
     /// board may be sabotaged by the injector: counting jobs queued on a board still configuring,
     /// which may yet fail, would make which job stalls depend on timing); false if no live worker
     /// holds the slot.
-    /// With `inline`, a CPU job may run on the calling thread (see [`Worker::send`]).
-    pub fn send(
-        &mut self,
-        unit: Unit,
-        id: u64,
-        input: Input,
-        optional: bool,
-        now: Time,
-        inline: bool,
-    ) -> bool {
-        self.send_job(unit, (id, input), Vec::new(), optional, now, inline)
+    pub fn send(&mut self, unit: Unit, id: u64, input: Input, optional: bool, now: Time) -> bool {
+        self.send_job(unit, (id, input), Vec::new(), optional, now)
     }
 
     /// [`LiveFleet::send`] for a batch: `first` and the `rest` of its members, run as one job.
@@ -157,7 +148,7 @@ impl<'c> LiveFleet<'c> {
         optional: bool,
         now: Time,
     ) -> bool {
-        self.send_job(unit, first, rest, optional, now, false)
+        self.send_job(unit, first, rest, optional, now)
     }
 
     fn send_job(
@@ -167,12 +158,11 @@ impl<'c> LiveFleet<'c> {
         rest: Vec<(u64, Input)>,
         optional: bool,
         now: Time,
-        inline: bool,
     ) -> bool {
         let Some(l) = self.live.get(&unit.worker) else { return false };
         let stall = if l.kind == Kind::Fpga && l.ready { self.injector.stall() } else { None };
         let job = JobMsg { id, input, optional, dispatched: now, stall, batch: rest };
-        l.worker.send(unit.cu, job, inline && l.kind == Kind::Cpu).is_ok()
+        l.worker.send(unit.cu, job).is_ok()
     }
 
     /// Takes the worker of `generation` in `slot` out of service: it hands back its queue unrun and

@@ -1,8 +1,6 @@
 //! The worker runner: one OS thread per worker (per compute unit of a board of several) that
 //! configures its backend, then runs the jobs of its queue in order (FIFO), a panicking backend
-//! failing its job, never the thread. A short CPU job sent to an idle unit may instead run on the
-//! sender's thread ([`Worker::send`]: the unit's backend is behind a lock its thread holds while it
-//! configures and runs, so the two never run at once and the queue's order holds). The live pool's
+//! failing its job, never the thread. The live pool's
 //! workers ([`Worker`]: every outcome reported to the dispatcher, a board's own timeline, an
 //! emulated board's release, the check against the reference) and a worker host's leased slots
 //! (`worker_host`) both run on it, each with its own [`Jobs`].
@@ -10,9 +8,9 @@
 //! A pool worker that fails to configure hands every job it was given back unrun; a cancelled
 //! worker skips its remaining jobs the same way.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -39,71 +37,29 @@ pub trait Jobs: Send + 'static {
     fn skip(&mut self, backend: &dyn Backend, job: Self::Job);
 }
 
-/// A unit's backend and what it does around it: its thread's, and a caller's that runs a job inline
-/// while the unit is idle (see [`Worker::send`]).
-pub struct Runner<J: Jobs> {
-    backend: Box<dyn Backend>,
-    jobs: J,
-    /// Whether it serves: `None` until configured.
-    serving: Option<bool>,
-}
-
-impl<J: Jobs> Runner<J> {
-    fn take(&mut self, job: J::Job) {
-        match self.serving {
-            Some(true) => self.jobs.run(self.backend.as_mut(), job),
-            _ => self.jobs.skip(self.backend.as_ref(), job),
-        }
-    }
-}
-
-/// What a unit's thread shares with its senders: its runner, and the jobs queued on it or running.
-pub struct Shared<J: Jobs> {
-    runner: Arc<Mutex<Runner<J>>>,
-    pending: Arc<AtomicUsize>,
-}
-
-/// A started unit: its thread, and what it shares.
-pub struct UnitHandle<J: Jobs> {
-    /// Its thread.
-    pub thread: JoinHandle<()>,
-    /// Shared with its senders.
-    pub shared: Shared<J>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A job that panicked failed on its own (`run_guarded`); the runner is still whole.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// Starts a worker thread named `name`: configures `backend` with `image`, then runs `queue`'s jobs
 /// through `jobs` until every sender of the queue is gone and the queue is empty.
 pub fn run_worker<J: Jobs>(
     name: String,
-    backend: Box<dyn Backend>,
+    mut backend: Box<dyn Backend>,
     image: Arc<KernelImage>,
-    jobs: J,
+    mut jobs: J,
     queue: mpsc::Receiver<J::Job>,
     priority: Priority,
-) -> std::io::Result<UnitHandle<J>> {
-    let runner = Arc::new(Mutex::new(Runner { backend, jobs, serving: None }));
-    let pending = Arc::new(AtomicUsize::new(0));
-    let (r, p) = (runner.clone(), pending.clone());
-    let thread = std::thread::Builder::new().name(name).spawn(move || {
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
         // Allowed: whoever asked for it checked first (`priority::check`).
         let _ = crate::priority::set(priority);
-        {
-            let mut g = lock(&r);
-            let Runner { backend, jobs, serving } = &mut *g;
-            let configured = backend.configure(&image);
-            *serving = Some(jobs.configured(backend.as_ref(), configured));
-        }
+        let configured = backend.configure(&image);
+        let serving = jobs.configured(backend.as_ref(), configured);
         while let Ok(job) = queue.recv() {
-            lock(&r).take(job);
-            let _ = p.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| Some(n.saturating_sub(1)));
+            if serving {
+                jobs.run(backend.as_mut(), job);
+            } else {
+                jobs.skip(backend.as_ref(), job);
+            }
         }
-    })?;
-    Ok(UnitHandle { thread, shared: Shared { runner, pending } })
+    })
 }
 
 /// Runs `payload` on `backend`; a backend that panics fails this job, never the worker's thread.
@@ -345,8 +301,6 @@ impl PoolJobs {
 pub struct Worker {
     /// One queue per compute unit; dropped to stop the worker after its queues.
     tx: Vec<mpsc::Sender<JobMsg>>,
-    /// Each compute unit's runner and the jobs queued on it or running.
-    units: Vec<Shared<PoolJobs>>,
     cancel: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -374,8 +328,7 @@ impl Worker {
         clock: Clock,
     ) -> Worker {
         let cancel = Arc::new(AtomicBool::new(false));
-        let mut worker =
-            Worker { tx: Vec::new(), units: Vec::new(), cancel: cancel.clone(), threads: Vec::new() };
+        let mut worker = Worker { tx: Vec::new(), cancel: cancel.clone(), threads: Vec::new() };
         for (cu, backend) in units.into_iter().enumerate() {
             let (tx, rx) = mpsc::channel::<JobMsg>();
             let kind = backend.kind();
@@ -393,39 +346,22 @@ impl Worker {
                 link: if kind == Kind::Fpga { setup.link } else { Link::default() },
             };
             let priority = if kind == Kind::Cpu { setup.cpu_priority } else { Priority::Normal };
-            let unit = run_worker(name, backend, image.clone(), jobs, rx, priority)
+            let thread = run_worker(name, backend, image.clone(), jobs, rx, priority)
                 .expect("spawning a worker thread");
             worker.tx.push(tx);
-            worker.units.push(unit.shared);
-            worker.threads.push(unit.thread);
+            worker.threads.push(thread);
         }
         worker
     }
 
-    /// Queues a job on compute unit `cu`; with `inline`, runs it on the calling thread instead if the
-    /// unit has nothing queued or running (its thread would only be woken to run it, on another core
-    /// than the one whose cache holds its inputs). Returns it if the worker has gone (or has no such
-    /// CU).
-    pub fn send(&self, cu: u16, job: JobMsg, inline: bool) -> Result<(), JobMsg> {
-        let (Some(tx), Some(Shared { runner, pending })) =
-            (self.tx.get(usize::from(cu)), self.units.get(usize::from(cu)))
-        else {
-            return Err(job);
-        };
-        if inline
-            && pending.load(Ordering::Acquire) == 0
-            && let Ok(mut r) = runner.try_lock()
-            && r.serving == Some(true)
-            && r.backend.runs_inline()
-        {
-            r.take(job);
-            return Ok(());
+    /// Queues a job on compute unit `cu`. Returns it if the worker has gone (or has no such CU).
+    /// No model code runs on the sender's thread (a server's protocol thread, whose wait no kernel
+    /// may hold): every job goes through the unit's own.
+    pub fn send(&self, cu: u16, job: JobMsg) -> Result<(), JobMsg> {
+        match self.tx.get(usize::from(cu)) {
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
         }
-        pending.fetch_add(1, Ordering::AcqRel);
-        tx.send(job).map_err(|e| {
-            pending.fetch_sub(1, Ordering::AcqRel);
-            e.0
-        })
     }
 
     /// Hands back every job not yet started, unrun.
@@ -436,7 +372,6 @@ impl Worker {
     /// Stops the worker after its queues; does not wait.
     pub fn stop(&mut self) {
         self.tx.clear();
-        self.units.clear();
     }
 
     /// Stops the worker without waiting for its threads (a failed board may be stuck in its kernel).
@@ -458,53 +393,6 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::CpuWorker;
-    use crate::datapath::work::Work;
-    use rand::SeedableRng;
-
-    fn job(id: u64, image: &KernelImage) -> JobMsg {
-        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(id);
-        let work = Work { mandatory: image.payload(256, &mut rng), optional: None };
-        JobMsg {
-            id,
-            input: Input::Built(Arc::new(work)),
-            optional: false,
-            dispatched: 0,
-            stall: None,
-            batch: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn an_idle_cpu_unit_runs_an_inline_job_before_send_returns_and_answers_it_once() {
-        let (events, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let image = Arc::new(KernelImage::new(spork_golden::Kernel::Sobel, 0));
-        let cpu =
-            CpuWorker::new(crate::model::Platform::default().cpu, Duration::ZERO, std::time::Instant::now());
-        let units: Vec<Box<dyn Backend>> = vec![Box::new(cpu)];
-        let w =
-            Worker::spawn(WorkerId(0), 1, units, image.clone(), UnitSetup::default(), events, Clock::start());
-        assert!(matches!(rx.blocking_recv(), Some(Event::Ready { .. })), "configured");
-        // Its thread reports Ready before it lets go of the runner: wait (bounded) until it has.
-        let released = (0..10_000_000).any(|_| {
-            std::thread::yield_now();
-            w.units[0].runner.try_lock().is_ok_and(|r| r.serving == Some(true))
-        });
-        assert!(released, "the unit's thread kept its runner after configuring");
-        // Inline on an idle unit: both of its reports are out before `send` returns.
-        w.send(0, job(1, &image), true).expect("sent");
-        assert!(matches!(rx.try_recv(), Ok(Event::Started { id: 1, .. })), "started on this thread");
-        match rx.try_recv() {
-            Ok(Event::Done(d)) => assert!(d.id == 1 && matches!(d.result, Ok(Some(_))), "{d:?}"),
-            other => panic!("not done on this thread: {other:?}"),
-        }
-        // Not inline: its thread runs it, and reports it once.
-        w.send(0, job(2, &image), false).expect("sent");
-        assert!(matches!(rx.blocking_recv(), Some(Event::Started { id: 2, .. })));
-        assert!(matches!(rx.blocking_recv(), Some(Event::Done(d)) if d.id == 2));
-        w.join();
-        assert!(rx.try_recv().is_err(), "nothing more");
-    }
 
     #[test]
     fn a_board_span_adds_its_parts_and_never_wraps() {

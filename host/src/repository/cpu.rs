@@ -10,6 +10,7 @@ use std::sync::Arc;
 use libloading::Library;
 use sha2::{Digest, Sha256};
 use spork_kernel::ffi::{self, DescribeFn, InitFn, ReleaseFn, RunFn};
+use spork_sim::bounded::Ran;
 
 use super::spec::{CpuCode, CpuSpec, ModelSpec};
 use super::tensor::TensorBuf;
@@ -25,7 +26,8 @@ const ERR_LEN: usize = 1024;
 pub enum AbiError {
     /// The C/C++ sources did not compile.
     #[error(
-        "compiling {model}'s CPU sources failed:\n{log}\n  fix: correct the sources (messages name file:line)"
+        "compiling {model}'s CPU sources failed:\n{log}\n  fix: correct the sources (messages name file:line); \
+         list every file they include in [cpu] headers"
     )]
     Compile {
         /// The model's name.
@@ -106,11 +108,16 @@ impl std::fmt::Debug for CpuLibrary {
 impl CpuLibrary {
     /// The library for `model`'s `[cpu]`: built (or found in the cache) and opened.
     pub fn load(model: &ModelSpec, cpu: &CpuSpec) -> Result<Arc<CpuLibrary>, AbiError> {
-        let path = match &cpu.code {
-            CpuCode::Library(p) => p.clone(),
-            CpuCode::Sources(s) => compile(&model.name, &model.dir, s)?,
-        };
-        CpuLibrary::open(&path, &cpu.config).map(Arc::new)
+        CpuLibrary::open(&CpuLibrary::build(model, cpu)?, &cpu.config).map(Arc::new)
+    }
+
+    /// The library's path for `model`'s `[cpu]`: its sources compiled (or found in the cache), or
+    /// the user's own library, not opened here.
+    pub fn build(model: &ModelSpec, cpu: &CpuSpec) -> Result<PathBuf, AbiError> {
+        match &cpu.code {
+            CpuCode::Library(p) => Ok(p.clone()),
+            CpuCode::Sources(s) => compile(&model.name, &model.dir, s, &cpu.headers),
+        }
     }
 
     /// Opens `path` and checks it is a kernel of this ABI.
@@ -213,9 +220,19 @@ impl CpuKernel {
                 raw(t, n, data)
             })
             .collect();
+        // SAFETY: every tensor points into a live, aligned, correctly sized buffer borrowed for the call.
+        unsafe { self.run_raw(&ins, &mut outs) }
+    }
+
+    /// Runs one request on tensors already laid out for the ABI (a kernel process's window).
+    ///
+    /// # Safety
+    /// Every tensor's name, shape and data point to live buffers of the sizes it states, data
+    /// aligned to 8 bytes, for the whole call.
+    pub unsafe fn run_raw(&mut self, ins: &[ffi::Tensor], outs: &mut [ffi::Tensor]) -> Result<(), String> {
         let mut err = [0 as c_char; ERR_LEN];
-        // SAFETY: every tensor points into a live, aligned, correctly sized buffer borrowed for the
-        // call; `err` has ERR_LEN bytes; `state` came from this library's init.
+        // SAFETY: the caller's promise for the tensors; `err` has ERR_LEN bytes; `state` came from
+        // this library's init.
         let rc = unsafe {
             (self.lib.run)(
                 self.state,
@@ -245,43 +262,28 @@ fn message(err: &[c_char]) -> String {
     if m.is_empty() { "the kernel failed without a message".into() } else { m }
 }
 
-/// What the cache key covers: the sources and every other file in their folders, so a header they
-/// include (`#include "weights.h"`) rebuilds the library when it changes.
-fn hashed_files(dir: &Path, sources: &[PathBuf]) -> Result<Vec<PathBuf>, AbiError> {
-    let mut files: Vec<PathBuf> = sources.to_vec();
-    let folders: std::collections::BTreeSet<PathBuf> =
-        sources.iter().map(|s| s.parent().map(Path::to_path_buf).unwrap_or_default()).collect();
-    for folder in folders {
-        let read = std::fs::read_dir(dir.join(&folder))
-            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(&folder).display())))?;
-        for entry in read.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_file()) {
-                files.push(folder.join(entry.file_name()));
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
-    Ok(files)
-}
-
-/// Compiles `sources` (relative to `dir`) into the cache, keyed by their content (and their folders'
-/// other files), the header and the compiler; returns the library's path.
-fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiError> {
+/// Compiles `sources` (relative to `dir`; `headers` are the files they include) into the cache,
+/// keyed by those files' content, the header and the compiler; returns the library's path. Only the
+/// named files are read (each a regular file within `bounded::FILE_MAX`), copied into a scratch
+/// folder and compiled there, so the compiler sees no other file of the model's folder (an include
+/// of an unnamed file fails and says to name it) and runs within the build limit.
+fn compile(model: &str, dir: &Path, sources: &[PathBuf], headers: &[PathBuf]) -> Result<PathBuf, AbiError> {
     let cplusplus = sources.iter().any(|s| s.extension().is_some_and(|e| e != "c"));
     let (var, default) = if cplusplus { ("CXX", "c++") } else { ("CC", "cc") };
     let compiler = std::env::var(var).unwrap_or_else(|_| default.to_string());
     let mut h = Sha256::new();
-    for part in ["spork cpu kernel 1", HEADER, &compiler, model] {
+    for part in ["spork cpu kernel 2", HEADER, &compiler, model] {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    for s in hashed_files(dir, sources)? {
-        let bytes = std::fs::read(dir.join(&s))
-            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(&s).display())))?;
+    let mut files = Vec::new();
+    for s in sources.iter().chain(headers) {
+        let bytes = spork_sim::bounded::read_file(&dir.join(s))
+            .map_err(|e| AbiError::Io(format!("{}: {e}", dir.join(s).display())))?;
         h.update(s.display().to_string().as_bytes());
         h.update((bytes.len() as u64).to_le_bytes());
         h.update(&bytes);
+        files.push((s, bytes));
     }
     let key: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let root = spork_sim::cache::cache_dir().join("cpu");
@@ -291,34 +293,53 @@ fn compile(model: &str, dir: &Path, sources: &[PathBuf]) -> Result<PathBuf, AbiE
         return Ok(lib);
     }
     let scratch = root.join(format!("{key}.tmp-{}", spork_sim::cache::scratch_suffix()));
+    let result = build_in(&scratch, &compiler, model, &files, sources, &lib);
+    if result.is_err() || std::fs::rename(&scratch, &done).is_err() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    result.map(|()| lib)
+}
+
+/// Writes `files` into `scratch/src`, the ABI's header into `scratch/include`, and compiles
+/// `sources` there into `scratch/<lib's name>`.
+fn build_in(
+    scratch: &Path,
+    compiler: &str,
+    model: &str,
+    files: &[(&PathBuf, Vec<u8>)],
+    sources: &[PathBuf],
+    lib: &Path,
+) -> Result<(), AbiError> {
     let io = |e: std::io::Error| AbiError::Io(format!("{}: {e}", scratch.display()));
+    let src = scratch.join("src");
     std::fs::create_dir_all(scratch.join("include")).map_err(io)?;
     std::fs::write(scratch.join("include/spork_kernel.h"), HEADER).map_err(io)?;
+    for (rel, bytes) in files {
+        let to = src.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap_or(&src)).map_err(io)?;
+        std::fs::write(&to, bytes).map_err(io)?;
+    }
     let out = scratch.join(lib.file_name().unwrap_or_default());
-    let mut cmd = Command::new(&compiler);
-    cmd.current_dir(dir)
+    let mut cmd = Command::new(compiler);
+    cmd.current_dir(&src)
         .args(["-O2", "-fPIC", "-shared", "-Wall"])
         .arg(format!("-I{}", scratch.join("include").display()))
-        .args(sources)
+        // `./`: a source is never read as a flag, whatever its name.
+        .args(sources.iter().map(|s| Path::new(".").join(s)))
         .arg("-o")
         .arg(&out);
-    let result = cmd.output();
-    let failed = match result {
-        Err(e) => Some(AbiError::NoCompiler(format!("{compiler}: {e}"))),
-        Ok(o) if !o.status.success() => Some(AbiError::Compile {
+    let limits = spork_sim::bounded::limits();
+    match spork_sim::bounded::run(&mut cmd, limits.compile, limits.output) {
+        Err(e) => Err(AbiError::NoCompiler(format!("{compiler}: {e}"))),
+        Ok(Ran::Ended { success: true, .. }) => Ok(()),
+        Ok(Ran::Ended { log, .. }) => Err(AbiError::Compile { model: model.into(), log: log.trim().into() }),
+        Ok(Ran::TimedOut { log }) => Err(AbiError::Compile {
             model: model.into(),
-            log: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-                .trim()
-                .into(),
+            log: format!(
+                "{}\nthe compiler was killed after {:?} (the build limit; spork serve --build-timeout sets it)",
+                log.trim(),
+                limits.compile
+            ),
         }),
-        Ok(_) => None,
-    };
-    if let Some(e) = failed {
-        let _ = std::fs::remove_dir_all(&scratch);
-        return Err(e);
     }
-    if std::fs::rename(&scratch, &done).is_err() {
-        let _ = std::fs::remove_dir_all(&scratch);
-    }
-    Ok(lib)
 }

@@ -90,7 +90,12 @@ pub struct CpuFile {
     pub sources: Option<Vec<Spanned<String>>>,
     pub library: Option<Spanned<String>>,
     #[serde(default)]
+    pub headers: Vec<Spanned<String>>,
+    #[serde(default)]
     pub config: String,
+    pub isolation: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub memory_mib: Option<Spanned<u64>>,
 }
 
 /// `[fpga]`: one table per board kind.

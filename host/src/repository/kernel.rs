@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use rand::Rng;
 
 use super::cpu::{AbiError, CpuKernel, CpuLibrary};
+use super::isolate::{Isolated, Launch};
 use super::rtl::{Rtl, RtlError};
-use super::spec::ModelSpec;
+use super::spec::{CpuSpec, Isolation, ModelSpec};
 use super::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
 
@@ -30,6 +31,28 @@ pub enum LoadError {
     /// The RTL was refused.
     #[error(transparent)]
     Rtl(#[from] RtlError),
+    /// Its kernel process did not start, or its library did not open or initialise there.
+    #[error("{model}: {reason}")]
+    Process {
+        /// The model's name.
+        model: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// The most bytes a kernel process's shared window spans (virtual: pages exist only where a call
+/// writes); a model's largest call beyond it is refused at the call.
+const WINDOW_MAX: u64 = 16 << 30;
+
+/// Where a model's CPU calls run.
+enum Cpu {
+    /// In this process: kernel states not in use (a CPU worker takes one per request and gives it
+    /// back, so a state is never used by two threads at once and `init` runs once per concurrent
+    /// worker).
+    InProcess { lib: Arc<CpuLibrary>, states: Mutex<Vec<CpuKernel>> },
+    /// In kernel processes of its own.
+    Isolated(Isolated),
 }
 
 /// One request's inputs with what the spec makes of them.
@@ -61,16 +84,42 @@ impl TensorPayload {
     }
 }
 
+impl Cpu {
+    /// `cpu`'s code built (or found in the cache) and checked: one kernel state made now, so a
+    /// library whose init fails is refused at load, not at the first request.
+    fn load(spec: &ModelSpec, cpu: &CpuSpec) -> Result<Cpu, LoadError> {
+        match cpu.isolation {
+            Isolation::None => {
+                let lib = CpuLibrary::load(spec, cpu)?;
+                let first = lib.instance()?;
+                Ok(Cpu::InProcess { lib, states: Mutex::new(vec![first]) })
+            }
+            Isolation::Process => {
+                let library = CpuLibrary::build(spec, cpu)?;
+                let window = spec.max_call_bytes().unwrap_or(u64::MAX).min(WINDOW_MAX) as usize;
+                let names = |ts: &[super::spec::TensorSpec]| ts.iter().map(|t| t.name.clone()).collect();
+                let launch = Launch {
+                    library,
+                    config: cpu.config.clone(),
+                    names: (names(&spec.inputs), names(&spec.outputs)),
+                    window,
+                    memory: cpu.memory,
+                };
+                let iso = Isolated::start(launch, cpu.timeout)
+                    .map_err(|reason| LoadError::Process { model: spec.name.clone(), reason })?;
+                Ok(Cpu::Isolated(iso))
+            }
+        }
+    }
+}
+
 /// A repository model ready to run.
 pub struct RepoKernel {
     /// The checked spec.
     pub spec: ModelSpec,
-    cpu: Arc<CpuLibrary>,
+    cpu: Cpu,
     names: (Vec<CString>, Vec<CString>),
     input_names: Arc<[String]>,
-    /// Kernel states not in use: a CPU worker takes one per request and gives it back, so a state is
-    /// never used by two threads at once and `init` runs once per concurrent worker.
-    states: Mutex<Vec<CpuKernel>>,
     /// Its verilated RTL, when loaded for the simulated board.
     pub rtl: Option<Rtl>,
 }
@@ -85,9 +134,7 @@ impl RepoKernel {
     /// Loads `spec`'s CPU code, and its RTL when `sim` (the simulated board will run it).
     pub fn load(spec: ModelSpec, sim: bool) -> Result<RepoKernel, LoadError> {
         let cpu_spec = spec.cpu.as_ref().ok_or_else(|| LoadError::NoCpu(spec.name.clone()))?;
-        let cpu = CpuLibrary::load(&spec, cpu_spec)?;
-        // One state now: a library whose init fails is refused at load, not at the first request.
-        let first = cpu.instance()?;
+        let cpu = Cpu::load(&spec, cpu_spec)?;
         let rtl = if sim {
             let s = spec.sim.as_ref().ok_or_else(|| LoadError::NoSim(spec.name.clone()))?;
             Some(Rtl::load(&spec, s)?)
@@ -96,7 +143,7 @@ impl RepoKernel {
         };
         let names = spec.c_names();
         let input_names = spec.inputs.iter().map(|t| t.name.clone()).collect();
-        Ok(RepoKernel { spec, cpu, names, input_names, states: Mutex::new(vec![first]), rtl })
+        Ok(RepoKernel { spec, cpu, names, input_names, rtl })
     }
 
     /// The model's name.
@@ -146,17 +193,31 @@ impl RepoKernel {
     /// Runs the CPU code on `p`: the answer CPU workers give and FPGA answers are held to.
     pub fn reference(&self, p: &TensorPayload) -> Result<Vec<TensorBuf>, String> {
         let p = self.bound(p).map_err(|m| format!("model '{}': {m}", self.spec.name))?;
-        let taken = self.states.lock().map_err(|_| "a kernel state was poisoned".to_string())?.pop();
-        let mut state = match taken {
-            Some(s) => s,
-            None => self.cpu.instance().map_err(|e| e.to_string())?,
-        };
         let mut outputs = self.outputs(&p);
-        let result = state.run((&self.names.0, &self.names.1), &p.inputs, &mut outputs);
-        if let Ok(mut states) = self.states.lock() {
-            states.push(state);
-        }
+        let result = match &self.cpu {
+            Cpu::Isolated(iso) => iso.run(&p.inputs, &mut outputs),
+            Cpu::InProcess { lib, states } => {
+                let taken = states.lock().map_err(|_| "a kernel state was poisoned".to_string())?.pop();
+                let mut state = match taken {
+                    Some(s) => s,
+                    None => lib.instance().map_err(|e| e.to_string())?,
+                };
+                let result = state.run((&self.names.0, &self.names.1), &p.inputs, &mut outputs);
+                if let Ok(mut states) = states.lock() {
+                    states.push(state);
+                }
+                result
+            }
+        };
         result.map(|()| outputs).map_err(|m| format!("model '{}': {m}", self.spec.name))
+    }
+
+    /// Its kernel processes, when its CPU code runs isolated.
+    pub fn isolated(&self) -> Option<&Isolated> {
+        match &self.cpu {
+            Cpu::Isolated(iso) => Some(iso),
+            Cpu::InProcess { .. } => None,
+        }
     }
 
     /// A random request of about `items` items: dimensions grown from their minimums, the smallest

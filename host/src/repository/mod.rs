@@ -7,6 +7,8 @@
 //! - [`cpu`]: the C ABI (sources compiled into the cache, or a library) with one state per worker.
 //! - [`rtl`]: the RTL verilated at load (cached) on the generic AXI4-Stream driver; [`stream`]: the
 //!   tensors-to-beats packing.
+//! - [`isolate`]: a model's CPU code in kernel processes of its own (the default), so its crash or
+//!   hang fails its own requests only.
 //! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
 //! - [`kernel`]: a model ready to serve ([`kernel::RepoKernel`]); [`tensor`]: aligned tensors.
 //! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default; [`vitis`]: a
@@ -16,6 +18,7 @@ mod batch;
 pub mod check;
 pub mod cpu;
 mod file;
+pub mod isolate;
 pub mod kernel;
 pub mod own;
 mod request;

@@ -47,6 +47,17 @@ impl ModelSpec {
             .collect()
     }
 
+    /// The most bytes one call's tensors take (every input and output at the dimensions' maximums),
+    /// each rounded up to 64; `None` past `u64`.
+    pub fn max_call_bytes(&self) -> Option<u64> {
+        let max: Vec<u64> = self.dims.iter().map(|d| d.max).collect();
+        self.inputs.iter().chain(&self.outputs).try_fold(0u64, |sum, t| {
+            let elements = t.shape.iter().try_fold(1u64, |a, e| a.checked_mul(e.eval(&max)))?;
+            let bytes = elements.checked_mul(t.dtype.size() as u64)?.checked_next_multiple_of(64)?;
+            sum.checked_add(bytes)
+        })
+    }
+
     /// Each output's type and shape for bound dimensions `values`.
     pub fn output_shapes(&self, values: &[u64]) -> Vec<(DType, Vec<u64>)> {
         self.outputs.iter().map(|s| (s.dtype, s.shape.iter().map(|e| e.eval(values)).collect())).collect()

@@ -37,9 +37,33 @@ pub enum CpuCode {
 pub struct CpuSpec {
     /// Sources to compile, or a library.
     pub code: CpuCode,
+    /// The files the sources include (relative to the folder): read, hashed and given to the
+    /// compiler with them; no other file of the folder is.
+    pub headers: Vec<PathBuf>,
     /// Passed to `spork_kernel_init`, so one library can serve differently configured models.
     pub config: String,
+    /// Where the code runs: in kernel processes of its own (the default), or in the server.
+    pub isolation: Isolation,
+    /// The longest one call (or a kernel process's start) may take before its process is killed.
+    pub timeout: std::time::Duration,
+    /// The most heap a kernel process may hold, in bytes.
+    pub memory: u64,
 }
+
+/// Where a model's CPU code runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// In kernel processes of its own: a crash, hang or runaway allocation fails its own requests.
+    Process,
+    /// In the server's own threads: for trusted code only (a crash takes the server down).
+    None,
+}
+
+/// A call's timeout when `[cpu] timeout` is not given.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A kernel process's heap bound when `[cpu] memory_mib` is not given.
+pub const DEFAULT_MEMORY_MIB: u64 = 1024;
 
 /// Where TLAST falls on the input stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -469,15 +493,30 @@ impl Checker<'_> {
         Ok((map(inputs, &o_ref.inputs, "input")?, map(outputs, &o_ref.outputs, "output")?))
     }
 
-    /// A path relative to the model's folder, which must name an existing file.
+    /// A path relative to the model's folder, which must name a regular file inside it: no
+    /// absolute path, no `..`, no symbolic link that leads out, and no name a tool could read as a
+    /// flag (a leading `-`).
     fn file(&self, p: &toml::Spanned<String>, field: &str, fix: &str) -> Result<PathBuf, InputError> {
         let rel = PathBuf::from(p.get_ref());
         let full = self.dir.join(&rel);
-        if !full.is_file() {
-            let problem = format!("{} does not exist (looked for {})", rel.display(), full.display());
-            return Err(self.err(p.span(), field, problem, fix));
+        let plain = rel.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+        let problem = if !plain || p.get_ref().starts_with('-') || p.get_ref().is_empty() {
+            Some(format!(
+                "'{}' is not a plain path inside the model's folder (no /, .., or leading -)",
+                rel.display()
+            ))
+        } else if !full.is_file() {
+            Some(format!("{} does not exist as a file (looked for {})", rel.display(), full.display()))
+        } else {
+            match (full.canonicalize(), self.dir.canonicalize()) {
+                (Ok(f), Ok(d)) if f.starts_with(&d) => None,
+                _ => Some(format!("{} leads out of the model's folder (a symbolic link)", rel.display())),
+            }
+        };
+        match problem {
+            Some(problem) => Err(self.err(p.span(), field, problem, fix)),
+            None => Ok(rel),
         }
-        Ok(rel)
     }
 
     fn cpu(&self, c: &toml::Spanned<file::CpuFile>) -> Result<CpuSpec, InputError> {
@@ -500,7 +539,33 @@ impl Checker<'_> {
                 ));
             }
         };
-        Ok(CpuSpec { code, config: r.config.clone() })
+        let isolation = match r.isolation.as_ref().map(|i| (i.get_ref().as_str(), i.span())) {
+            None | Some(("process", _)) => Isolation::Process,
+            Some(("none", _)) => Isolation::None,
+            Some((other, span)) => {
+                let fix =
+                    "write isolation = \"process\" (the default) or \"none\" (trusted code, in the server)";
+                return Err(self.err(span, "cpu.isolation", format!("'{other}' is not an isolation"), fix));
+            }
+        };
+        let timeout = match &r.timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(t) => humantime::parse_duration(t.get_ref())
+                .ok()
+                .filter(|d| !d.is_zero() && *d <= std::time::Duration::from_secs(3600))
+                .ok_or_else(|| {
+                    let fix = "write a duration between 1ms and 1h, such as timeout = \"5s\"";
+                    self.err(t.span(), "cpu.timeout", format!("'{}' is not a timeout", t.get_ref()), fix)
+                })?,
+        };
+        let memory_mib = r.memory_mib.as_ref().map_or(DEFAULT_MEMORY_MIB, |m| *m.get_ref());
+        if !(16..=1 << 20).contains(&memory_mib) {
+            let span = r.memory_mib.as_ref().map_or(c.span(), |m| m.span());
+            let fix = "give memory_mib between 16 and 1048576 (1 TiB)";
+            return Err(self.err(span, "cpu.memory_mib", format!("{memory_mib} MiB is out of range"), fix));
+        }
+        let headers = r.headers.iter().map(|h| self.file(h, "cpu.headers", fix)).collect::<Result<_, _>>()?;
+        Ok(CpuSpec { code, headers, config: r.config.clone(), isolation, timeout, memory: memory_mib << 20 })
     }
 
     fn sim(&self, s: &toml::Spanned<file::SimFile>, dims: &[Dim]) -> Result<SimSpec, InputError> {

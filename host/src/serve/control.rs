@@ -42,6 +42,9 @@ pub struct Measure {
     /// A real board's backend for a model (its image from the flags or its model.toml); `None`:
     /// the server's board serves it.
     pub real_board: Option<RealBoardFor>,
+    /// The server's memory budget (bytes): a model whose largest request could not be held within
+    /// it is refused at load, before anything of it is built or run.
+    pub memory_budget: u64,
 }
 
 /// How a model's real-board backend is made from its spec.
@@ -61,6 +64,7 @@ impl Measure {
     /// `spec`'s pool settings: its code loaded (its RTL too for the simulated board), measured, and
     /// given its real board when the server runs one.
     pub fn kernelled(&self, spec: ModelSpec) -> Result<Kernelled, String> {
+        fits_budget(&spec, self.memory_budget)?;
         let board = self.real_board.as_ref().map(|f| (f.0)(&spec)).transpose()?;
         let kernel = RepoKernel::load(spec, self.sim).map_err(|e| e.to_string())?;
         let mut k =
@@ -69,6 +73,22 @@ impl Measure {
         k.board = board;
         Ok(k)
     }
+}
+
+/// Whether `spec`'s largest request (every input and output at its dimensions' maximums) fits in
+/// a memory budget of `budget` bytes; the numbers and the fix if not.
+pub fn fits_budget(spec: &ModelSpec, budget: u64) -> Result<(), String> {
+    let most = spec.max_call_bytes();
+    if most.is_some_and(|b| b <= budget) {
+        return Ok(());
+    }
+    let dims: Vec<String> = spec.dims.iter().map(|d| format!("{} <= {}", d.name, d.max)).collect();
+    let takes = most.map_or("more than 2^64".to_string(), |b| b.to_string());
+    Err(format!(
+        "its largest request ({}) takes {takes} bytes of inputs and outputs, past this server's memory \
+         budget of {budget} bytes\n  fix: lower the [dims] maximums in its model.toml, or raise memory_budget",
+        dims.join(", ")
+    ))
 }
 
 /// One entry of the repository index.
@@ -91,8 +111,9 @@ pub struct Control {
     measure: Measure,
     /// Why each model that failed to load (or was unloaded) is not served.
     reasons: Mutex<BTreeMap<String, String>>,
-    /// One load or unload at a time.
-    busy: tokio::sync::Mutex<()>,
+    /// One load or unload at a time, held by the task that does it (not by the client's handler,
+    /// which is dropped when the client leaves while the build goes on).
+    busy: Arc<tokio::sync::Mutex<()>>,
     /// Each folder's content as last loaded (poll mode).
     seen: Mutex<BTreeMap<String, String>>,
 }
@@ -105,7 +126,7 @@ impl Control {
             factory,
             measure,
             reasons: Mutex::default(),
-            busy: tokio::sync::Mutex::new(()),
+            busy: Arc::new(tokio::sync::Mutex::new(())),
             seen: Mutex::default(),
         }
     }
@@ -123,18 +144,19 @@ impl Control {
 
     /// Every model the repositories hold and every model served, with its state.
     pub fn index(&self, server: &Server, ready_only: bool) -> Vec<IndexEntry> {
-        let served: BTreeSet<String> = server.models().iter().map(|m| m.name().to_string()).collect();
+        // Served models by name, with why one no longer takes requests (its kernel kept dying).
+        let served: BTreeMap<String, Option<String>> =
+            server.models().iter().map(|m| (m.name().to_string(), m.unavailable())).collect();
         let mut names: BTreeSet<String> = self.folders().into_keys().collect();
-        names.extend(served.iter().cloned());
+        names.extend(served.keys().cloned());
         let reasons = self.reasons.lock().unwrap_or_else(PoisonError::into_inner);
         names
             .into_iter()
             .map(|name| {
-                let ready = served.contains(&name);
-                let reason = if ready {
-                    String::new()
-                } else {
-                    reasons.get(&name).cloned().unwrap_or_else(|| "not loaded".into())
+                let (ready, reason) = match served.get(&name) {
+                    Some(None) => (true, String::new()),
+                    Some(Some(why)) => (false, why.clone()),
+                    None => (false, reasons.get(&name).cloned().unwrap_or_else(|| "not loaded".into())),
                 };
                 IndexEntry {
                     version: if ready { super::models::VERSION.into() } else { String::new() },
@@ -162,10 +184,32 @@ impl Control {
         found
     }
 
+    /// The repository lock for one load or unload; refused while another runs (a client that keeps
+    /// asking while a build goes on queues no work).
+    fn one_at_a_time(&self) -> Result<tokio::sync::OwnedMutexGuard<()>, ServeError> {
+        self.busy.clone().try_lock_owned().map_err(|_| {
+            ServeError::Unavailable(
+                "another model load or unload is in progress: one runs at a time; retry when it ends".into(),
+            )
+        })
+    }
+
     /// Loads (or reloads) model `name` from its folder: built, measured, its pool started and
-    /// probed, then served; the model it replaces retires.
-    pub async fn load(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
-        let _one = self.busy.lock().await;
+    /// probed, then served; the model it replaces retires. The work runs in a task of its own that
+    /// holds the repository lock to its end, whether or not the caller still waits.
+    pub async fn load(self: &Arc<Self>, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
+        let held = self.one_at_a_time()?;
+        let (this, server, name) = (self.clone(), server.clone(), name.to_string());
+        tokio::spawn(async move {
+            let result = this.load_held(&server, &name).await;
+            drop(held);
+            result
+        })
+        .await
+        .map_err(|e| ServeError::Unavailable(format!("the load stopped: {e}")))?
+    }
+
+    async fn load_held(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
         server.may_retire()?;
         let dir = self.folders().remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
@@ -225,7 +269,7 @@ impl Control {
     /// Unloads model `name`: new requests find no such model; those in flight finish within the
     /// grace period.
     pub async fn unload(&self, server: &Arc<Server>, name: &str) -> Result<(), ServeError> {
-        let _one = self.busy.lock().await;
+        let _one = self.one_at_a_time()?;
         server.may_retire()?;
         let hosted = server.remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();

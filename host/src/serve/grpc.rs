@@ -121,8 +121,8 @@ impl GrpcInferenceService for Service {
         req: Request<ModelReadyRequest>,
     ) -> Result<Response<ModelReadyResponse>, Status> {
         let r = req.get_ref();
-        self.server.model(&r.name, Some(&r.version))?;
-        Ok(Response::new(ModelReadyResponse { ready: self.server.is_ready() }))
+        let ready = self.server.model_is_ready(&r.name, Some(&r.version))?;
+        Ok(Response::new(ModelReadyResponse { ready }))
     }
 
     async fn server_metadata(

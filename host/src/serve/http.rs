@@ -152,9 +152,9 @@ async fn model_ready_v(State(s): State<Arc<Server>>, Path((name, v)): Path<(Stri
 }
 
 fn readiness(s: &Server, name: &str, version: Option<&str>) -> Response {
-    match s.model(name, version) {
-        Ok(_) if s.is_ready() => StatusCode::OK.into_response(),
-        Ok(_) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+    match s.model_is_ready(name, version) {
+        Ok(true) => StatusCode::OK.into_response(),
+        Ok(false) => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         Err(e) => error(e),
     }
 }

@@ -71,6 +71,12 @@ struct Reason {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KernelEvent {
+    model: String,
+    event: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateOnly {
     state: String,
 }
@@ -97,6 +103,7 @@ pub struct Metrics {
     fpga_compute_units: Family<ModelOnly, Gauge>,
     reruns: Family<ModelOnly, Gauge>,
     workers_lost: Family<ModelOnly, Gauge>,
+    kernel_processes: Family<KernelEvent, Gauge>,
     hosts: Family<StateOnly, Gauge>,
     host_slots: Family<HostLabels, Gauge>,
     host_leased: Family<HostLabels, Gauge>,
@@ -147,6 +154,12 @@ impl Metrics {
             reruns.clone(),
         );
         registry.register("workers_lost", "Workers lost with their worker host", workers_lost.clone());
+        let kernel_processes = Family::default();
+        registry.register(
+            "kernel_processes",
+            "A model's kernel processes so far: started, crashed (died by themselves), timed_out (killed past a call's timeout)",
+            kernel_processes.clone(),
+        );
         let (engine_decisions, engine_cycles, engine_wall) =
             (Family::default(), Family::default(), Family::default());
         registry.register(
@@ -240,6 +253,7 @@ impl Metrics {
             engine_wall,
             reruns,
             workers_lost,
+            kernel_processes,
             hosts,
             host_slots,
             host_leased,
@@ -315,6 +329,15 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+
+    /// Reads model `model`'s kernel processes' counters (isolated CPU code only).
+    pub fn kernel_processes(&self, model: &str, c: &crate::repository::isolate::Counters) {
+        let events = [("started", &c.started), ("crashed", &c.crashed), ("timed_out", &c.timed_out)];
+        for (event, n) in events {
+            let labels = KernelEvent { model: model.into(), event: event.into() };
+            self.kernel_processes.get_or_create(&labels).set(n.load(Ordering::Relaxed) as i64);
+        }
     }
 
     fn read_hosts(&self, hosts: &Hosts) {

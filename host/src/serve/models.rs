@@ -33,6 +33,11 @@ impl Model {
         self.0.name()
     }
 
+    /// Why it takes no requests, once its kernel processes kept dying.
+    pub fn unavailable(&self) -> Option<String> {
+        self.0.isolated().and_then(|iso| iso.unavailable())
+    }
+
     /// Its inputs and outputs as metadata shows them.
     pub fn signature(&self) -> (Vec<Signature>, Vec<Signature>) {
         super::repo_model::signature(&self.0)

@@ -116,33 +116,42 @@ pub fn encode(k: &RepoKernel, answer: &mut Answer) -> Vec<Tensor> {
 }
 
 /// The outputs a request's tensors are answered with, from their shapes alone: each output's name,
-/// datatype and elements, the optional part's too if its inputs are given; none if the shapes do
-/// not bind (the decode refuses them).
+/// datatype and elements, the optional part's too (sized by its own inputs' shapes, which may differ
+/// from the mandatory part's) if its inputs are given; none for a part whose shapes do not bind (the
+/// decode refuses them).
 pub fn answer_shapes(k: &RepoKernel, tensors: &[Tensor]) -> Vec<(String, DataType, u64)> {
-    let specs: Vec<(&str, &[DimExpr])> =
-        k.spec.inputs.iter().map(|s| (s.name.as_str(), &s.shape[..])).collect();
-    let shapes: Vec<&[u64]> = k
-        .spec
-        .inputs
-        .iter()
-        .filter_map(|s| tensors.iter().find(|t| t.name == s.name))
-        .map(|t| &t.shape[..])
-        .collect();
-    let Ok(dims) = shape::bind(&k.spec.dims, &specs, &shapes) else { return Vec::new() };
-    let sized: Vec<(DataType, u64)> = k
-        .spec
-        .output_shapes(&dims)
-        .iter()
-        .map(|(dt, shape)| (*dt, shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))))
-        .collect();
-    let mut out: Vec<(String, DataType, u64)> =
-        k.spec.outputs.iter().zip(&sized).map(|(s, &(dt, n))| (s.name.clone(), dt, n)).collect();
+    let mandatory: Vec<&str> = k.spec.inputs.iter().map(|s| s.name.as_str()).collect();
+    let mut out = part_shapes(k, tensors, &mandatory, k.spec.outputs.iter().map(|s| s.name.as_str()));
     if let Some((inputs, names)) = &k.spec.optional
         && inputs.iter().any(|i| tensors.iter().any(|t| t.name == *i))
     {
-        out.extend(names.iter().zip(&sized).map(|(name, &(dt, n))| (name.clone(), dt, n)));
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        out.extend(part_shapes(k, tensors, &inputs, names.iter().map(String::as_str)));
     }
     out
+}
+
+/// One part's outputs (named `outputs`), its dimensions bound by the tensors named `inputs` (in the
+/// spec's input order).
+fn part_shapes<'a>(
+    k: &RepoKernel,
+    tensors: &[Tensor],
+    inputs: &[&str],
+    outputs: impl Iterator<Item = &'a str>,
+) -> Vec<(String, DataType, u64)> {
+    let specs: Vec<(&str, &[DimExpr])> =
+        inputs.iter().zip(&k.spec.inputs).map(|(&name, s)| (name, &s.shape[..])).collect();
+    let shapes: Vec<&[u64]> =
+        inputs.iter().filter_map(|&i| tensors.iter().find(|t| t.name == i)).map(|t| &t.shape[..]).collect();
+    let Ok(dims) = shape::bind(&k.spec.dims, &specs, &shapes) else { return Vec::new() };
+    k.spec
+        .output_shapes(&dims)
+        .iter()
+        .zip(outputs)
+        .map(|((dt, shape), name)| {
+            (name.to_string(), *dt, shape.iter().fold(1u64, |a, &d| a.saturating_mul(d)))
+        })
+        .collect()
 }
 
 /// Bytes the outputs of a request's tensors take, from their shapes alone.

@@ -383,6 +383,12 @@ impl Server {
         }
     }
 
+    /// Whether model `name` takes requests: the server is ready and the model's kernel works.
+    pub fn model_is_ready(&self, name: &str, version: Option<&str>) -> Result<bool, ServeError> {
+        let m = self.model(name, version)?;
+        Ok(self.is_ready() && m.unavailable().is_none())
+    }
+
     /// Checks a bearer token (`Authorization` header or gRPC metadata value), in constant time.
     pub fn authorize(&self, header: Option<&str>) -> Result<(), ServeError> {
         let Some(token) = &self.token else { return Ok(()) };
@@ -402,6 +408,11 @@ impl Server {
     pub fn render_metrics(&self) -> String {
         let models = self.read();
         let pools: Vec<(&str, &Status)> = models.iter().map(|(n, s)| (n.as_str(), &*s.pool.status)).collect();
+        for (name, hosted) in models.iter() {
+            if let Some(iso) = hosted.model.0.isolated() {
+                self.metrics.kernel_processes(name, &iso.counters);
+            }
+        }
         self.metrics.inflight_bytes(self.budget.used());
         self.metrics.render(pools.into_iter(), self.hosts.get())
     }
@@ -427,6 +438,9 @@ impl Server {
         if !self.is_ready() {
             let why = if self.draining.load(Ordering::Relaxed) { "draining" } else { "not ready yet" };
             return Err(ServeError::Unavailable(format!("the server is {why}: it takes no requests")));
+        }
+        if let Some(why) = model.unavailable() {
+            return Err(ServeError::Unavailable(format!("model '{}' is unavailable: {why}", model.name())));
         }
         let deadline = deadline(req.deadline_ms)?.map(|d| left(d, req.reservation.age())).transpose()?;
         let InferRequest { reservation, inputs, id, .. } = req;
