@@ -65,7 +65,7 @@ pub fn same_site(headers: &HeaderMap) -> Result<(), ServeError> {
         if !media.eq_ignore_ascii_case("application/json") {
             let shown: String = media.chars().take(80).collect();
             return Err(ServeError::Forbidden(format!(
-                "a load or unload with Content-Type '{shown}' is refused: a web page can send that type from another site without a preflight\n  fix: send Content-Type: application/json (or no Content-Type)"
+                "a load or unload with Content-Type '{shown}' is refused: only JSON is taken, since text/plain and the form types are what a web page can send from another site without a preflight\n  fix: send Content-Type: application/json (or no Content-Type)"
             )));
         }
     }
