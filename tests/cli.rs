@@ -401,7 +401,7 @@ fn record_load_writes_the_measured_reconfiguration_into_the_manifest() {
 #[test]
 fn serve_refuses_bad_settings_before_it_listens() {
     // Each is refused at start-up, with what to do instead; none gets as far as a socket.
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["serve", "--board", "sim", "--crosscheck"], "needs --board model"),
         (
             &["serve", "--models", "dense", "--report-json", "/nonexistent/r.json"],
@@ -411,6 +411,10 @@ fn serve_refuses_bad_settings_before_it_listens() {
         (&["serve", "--boards", "100000"], "more than a pool may hold"),
         (&["serve", "--models", "dense", "--io-threads", "0"], "io_threads 0 must be from 1 to 256"),
         (&["serve", "--models", "dense", "--size-estimate", "p200"], "invalid size estimate 'p200'"),
+        (
+            &["serve", "--http", "0.0.0.0:0", "--model-control", "explicit"],
+            "--model-control explicit without --control-token-file on 0.0.0.0:0, which is not loopback",
+        ),
     ];
     for (args, needle) in cases {
         let o = spork(args);

@@ -267,7 +267,17 @@ fn send_infer(
     msg: &[u8],
     token: Option<&str>,
 ) -> (h2::client::ResponseFuture, h2::SendStream<bytes::Bytes>) {
-    let mut req = http::Request::post("/inference.GRPCInferenceService/ModelInfer")
+    send_call(client, "ModelInfer", msg, token)
+}
+
+/// A call of gRPC method `method` (of `inference.GRPCInferenceService`) on an h2 stream.
+fn send_call(
+    client: &mut Sender,
+    method: &str,
+    msg: &[u8],
+    token: Option<&str>,
+) -> (h2::client::ResponseFuture, h2::SendStream<bytes::Bytes>) {
+    let mut req = http::Request::post(format!("/inference.GRPCInferenceService/{method}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers");
     if let Some(t) = token {
@@ -297,11 +307,16 @@ async fn zero_window(addr: SocketAddr) -> (Sender, tokio::task::JoinHandle<Resul
 
 /// A gRPC `ModelInfer` as raw bytes on an h2 stream: (grpc-status, message).
 async fn grpc_raw(addr: SocketAddr, msg: &[u8], token: Option<&str>) -> (String, String) {
+    grpc_call(addr, "ModelInfer", msg, token).await
+}
+
+/// A call of gRPC method `method` as raw bytes on an h2 stream: (grpc-status, message).
+async fn grpc_call(addr: SocketAddr, method: &str, msg: &[u8], token: Option<&str>) -> (String, String) {
     let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let (client, conn) = h2::client::handshake(tcp).await.expect("h2");
     tokio::spawn(conn);
     let mut client = client.ready().await.expect("ready");
-    let (resp, _send) = send_infer(&mut client, msg, token);
+    let (resp, _send) = send_call(&mut client, method, msg, token);
     let resp =
         tokio::time::timeout(Duration::from_secs(30), resp).await.expect("answered").expect("response");
     let status = |h: &http::HeaderMap| {
@@ -598,7 +613,7 @@ fn threads(pid: u32) -> u64 {
 /// threads stay bounded whatever the loop's length; the drain still ends promptly.
 #[test]
 fn a_load_unload_loop_is_bounded_in_memory_and_threads() {
-    let mut serve = Serve::start("", &[]);
+    let mut serve = Serve::start("", &["--model-control", "explicit"]);
     let pid = serve.child.id();
     let (base_rss, base_threads) = (serve.peak_rss(), threads(pid));
     let mut statuses = std::collections::BTreeMap::new();
@@ -815,4 +830,125 @@ fn a_slow_reader_gets_its_whole_answer_and_a_stalled_one_is_closed() {
     std::thread::sleep(Duration::from_secs(5));
     let got = read_slowly(&mut stalled, 1 << 20, Duration::ZERO, Duration::ZERO);
     assert!(got < length, "a client that read nothing for 5 s was still served ({got} bytes)");
+}
+
+/// The repository index over HTTP: each model's state and reason, by name.
+fn repository_index(
+    serve: &Serve,
+    headers: &[(&str, String)],
+) -> std::collections::BTreeMap<String, (String, String)> {
+    let (status, text) = http1(serve.http, "POST", "/v2/repository/index", headers, b"");
+    assert_eq!(status, 200, "{text}");
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let entries: Vec<serde_json::Value> = serde_json::from_str(body).expect("a JSON array");
+    let field = |e: &serde_json::Value, k: &str| e[k].as_str().unwrap_or_default().to_string();
+    entries.iter().map(|e| (field(e, "name"), (field(e, "state"), field(e, "reason")))).collect()
+}
+
+/// A sobel request over HTTP with the inference token: its status.
+fn sobel_answers(serve: &Serve) -> u16 {
+    let (body, len) = sobel_binary(3, 8, r#"{"name":"magnitudes"}"#);
+    http1(serve.http, "POST", "/v2/models/sobel/infer", &infer_headers(len), &body).0
+}
+
+/// A plain `spork serve` (model control `none`, as Triton's default) refuses load and unload
+/// whoever asks and however: the token, a JSON body, a text/plain one as a web page sends; the index
+/// stays readable and the models serve on.
+#[test]
+fn a_plain_server_refuses_load_and_unload() {
+    let serve = Serve::start("", &[]);
+    let json = ("Content-Type", "application/json".to_string());
+    let plain = ("Content-Type", "text/plain".to_string());
+    for (path, headers, body) in [
+        ("/v2/repository/models/sobel/unload", vec![bearer()], &b""[..]),
+        ("/v2/repository/models/sobel/unload", vec![bearer(), json.clone()], &b"{}"[..]),
+        ("/v2/repository/models/sobel/unload", vec![], &b""[..]),
+        ("/v2/repository/models/dense/load", vec![bearer(), json], &b"{}"[..]),
+        ("/v2/repository/models/dense/load", vec![bearer(), plain], &b"{}"[..]),
+    ] {
+        let (status, text) = http1(serve.http, "POST", path, &headers, body);
+        assert_eq!(status, 403, "{path}: {text}");
+        assert!(text.contains("model control is off on this server (--model-control none"), "{text}");
+        assert!(text.contains("fix: start it with --model-control explicit"), "{text}");
+    }
+    let index = repository_index(&serve, &[bearer()]);
+    assert_eq!(index["sobel"].0, "READY", "{index:?}");
+    assert_eq!(index["dense"].0, "UNAVAILABLE", "{index:?}");
+    assert_eq!(sobel_answers(&serve), 200, "sobel still serves");
+    let m = serve.metrics();
+    assert!(m.contains("spork_requests_refused_total{reason=\"forbidden\"} 5"), "{m}");
+    // Over gRPC too (PERMISSION_DENIED = 7).
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let unload = proto::RepositoryModelUnloadRequest { model_name: "sobel".into(), ..Default::default() };
+    let (code, msg) =
+        rt.block_on(grpc_call(serve.grpc, "RepositoryModelUnload", &unload.encode_to_vec(), Some(TOKEN)));
+    assert_eq!(code, "7", "{msg}");
+    assert!(msg.contains("model control is off") || msg.contains("model%20control%20is%20off"), "{msg}");
+    assert_eq!(sobel_answers(&serve), 200, "sobel still serves");
+}
+
+/// Under `--model-control explicit --control-token-file`, load and unload take the control token
+/// only (not the inference token, not none), and nothing a web page could send cross-site: a
+/// text/plain body, a form's, an Origin header; a JSON one, or one with no content type (what
+/// tritonclient sends), passes.
+#[test]
+fn load_and_unload_take_the_control_token_and_refuse_cross_site_requests() {
+    const CONTROL: &str = "control-test-token-9876543210";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("control");
+    std::fs::write(&file, format!("{CONTROL}\n")).expect("write");
+    let file = file.to_string_lossy().into_owned();
+    let serve = Serve::start("", &["--model-control", "explicit", "--control-token-file", &file]);
+    let control = ("Authorization", format!("Bearer {CONTROL}"));
+    let unload = "/v2/repository/models/bloom/unload";
+    let (status, text) = http1(serve.http, "POST", unload, &[], b"");
+    assert_eq!(status, 401, "no token: {text}");
+    assert!(text.contains("missing or wrong control token"), "{text}");
+    let (status, text) = http1(serve.http, "POST", unload, &[bearer()], b"");
+    assert_eq!(status, 401, "the inference token: {text}");
+    assert!(text.contains("the inference token does not load or unload"), "{text}");
+    let (status, text) = http1(serve.http, "POST", unload, std::slice::from_ref(&control), b"");
+    assert_eq!(status, 200, "the control token: {text}");
+    // The index: the inference token reads it, the control token too, no token does not.
+    for headers in [bearer(), control.clone()] {
+        let index = repository_index(&serve, &[headers]);
+        assert_eq!(index["bloom"], ("UNAVAILABLE".into(), "unloaded".into()), "{index:?}");
+    }
+    assert_eq!(http1(serve.http, "POST", "/v2/repository/index", &[], b"").0, 401);
+    // The control token does not infer.
+    let (body, len) = sobel_binary(3, 8, r#"{"name":"magnitudes"}"#);
+    let headers = [control.clone(), ("Inference-Header-Content-Length", len.to_string())];
+    assert_eq!(http1(serve.http, "POST", "/v2/models/sobel/infer", &headers, &body).0, 401);
+    // What a web page can send cross-site, with the right token, is refused.
+    let load = "/v2/repository/models/bloom/load";
+    for (header, value, says) in [
+        ("Content-Type", "text/plain", "Content-Type 'text/plain' is refused"),
+        ("Content-Type", "text/plain;charset=UTF-8", "Content-Type 'text/plain' is refused"),
+        ("Content-Type", "application/x-www-form-urlencoded", "without a preflight"),
+        ("Content-Type", "multipart/form-data; boundary=x", "without a preflight"),
+        ("Origin", "http://evil.example", "with an Origin header ('http://evil.example') is refused"),
+        ("Origin", "http://x", "this server serves no page of its own"),
+    ] {
+        let headers = [control.clone(), (header, value.to_string())];
+        let (status, text) = http1(serve.http, "POST", load, &headers, b"{}");
+        assert_eq!(status, 403, "{header}: {value}: {text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let (status, text) = http1(serve.http, "GET", "/v2/models/bloom/ready", &[bearer()], b"");
+    assert_eq!(status, 404, "no refused call loaded bloom: {text}");
+    let json = [control.clone(), ("Content-Type", "application/json".to_string())];
+    let (status, text) = http1(serve.http, "POST", load, &json, b"{}");
+    assert_eq!(status, 200, "a JSON load: {text}");
+    let (status, text) = http1(serve.http, "GET", "/v2/models/bloom/ready", &[bearer()], b"");
+    assert_eq!(status, 200, "bloom is back: {text}");
+    // gRPC (UNAUTHENTICATED = 16): the control token loads, the inference token does not.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let unload = proto::RepositoryModelUnloadRequest { model_name: "bloom".into(), ..Default::default() };
+    let (code, msg) =
+        rt.block_on(grpc_call(serve.grpc, "RepositoryModelUnload", &unload.encode_to_vec(), Some(TOKEN)));
+    assert_eq!(code, "16", "{msg}");
+    let (code, msg) =
+        rt.block_on(grpc_call(serve.grpc, "RepositoryModelUnload", &unload.encode_to_vec(), Some(CONTROL)));
+    assert_eq!(code, "0", "{msg}");
+    assert_eq!(sobel_answers(&serve), 200, "sobel serves throughout");
 }

@@ -4,7 +4,8 @@
 //! (HTTP and gRPC, tests/python/repo_e2e.py): answers equal the references on CPU workers and on the
 //! board, the index says which model is not served and why, crc8 is unloaded and loaded again while
 //! satadd runs under load, bad requests get their status. Then the server drains on SIGTERM and
-//! every request it took was answered or refused, once.
+//! every request it took was answered or refused, once. Model control: `explicit` on loopback,
+//! `poll`, and tritonclient's load and unload with a control token of their own.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
@@ -132,9 +133,11 @@ fn tritonclient_serves_repository_models_on_cpus_and_the_simulated_board_and_con
     let python = python();
     let (tmp, repo, platform) = setup();
     let report = tmp.path().join("report.json");
-    let args: [&OsStr; 8] = [
+    let args: [&OsStr; 10] = [
         "--board".as_ref(),
         "sim".as_ref(),
+        "--model-control".as_ref(),
+        "explicit".as_ref(),
         "--model-repository".as_ref(),
         repo.as_ref(),
         "--platform".as_ref(),
@@ -260,10 +263,12 @@ fn polling_loads_a_new_model_folder_and_unloads_a_removed_one_and_control_needs_
 fn the_emulated_boards_answers_for_repository_models_are_crosschecked_on_their_rtl() {
     let python = python();
     let (tmp, repo, platform) = setup();
-    let args: [&OsStr; 7] = [
+    let args: [&OsStr; 9] = [
         "--board".as_ref(),
         "model".as_ref(),
         "--crosscheck".as_ref(),
+        "--model-control".as_ref(),
+        "explicit".as_ref(),
         "--model-repository".as_ref(),
         repo.as_ref(),
         "--platform".as_ref(),
@@ -310,7 +315,9 @@ fn a_worker_host_serves_repository_models_on_its_simulated_board() {
         .any(|l| l.contains("ready"));
     assert!(ready, "the worker host did not start");
     std::thread::spawn(move || worker_lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
-    let args: [&OsStr; 6] = [
+    let args: [&OsStr; 8] = [
+        "--model-control".as_ref(),
+        "explicit".as_ref(),
         "--worker".as_ref(),
         listen.as_ref(),
         "--model-repository".as_ref(),
@@ -322,5 +329,39 @@ fn a_worker_host_serves_repository_models_on_its_simulated_board() {
     e2e(&python, &http, &grpc);
     let status = stop(server);
     stop(worker);
+    assert!(status.success(), "the server's drain failed: {status}");
+}
+
+#[test]
+fn tritonclient_loads_and_unloads_with_the_control_token_only_over_http_and_grpc() {
+    let python = python();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (inference, control) = ("inference-token-0123456789", "control-token-9876543210");
+    let (inference_file, control_file) = (tmp.path().join("token"), tmp.path().join("control"));
+    std::fs::write(&inference_file, inference).expect("write");
+    std::fs::write(&control_file, control).expect("write");
+    let args: [&OsStr; 10] = [
+        "--models".as_ref(),
+        "sobel,dense".as_ref(),
+        "--scheduler".as_ref(),
+        "cpu-dynamic".as_ref(),
+        "--model-control".as_ref(),
+        "explicit".as_ref(),
+        "--token-file".as_ref(),
+        inference_file.as_ref(),
+        "--control-token-file".as_ref(),
+        control_file.as_ref(),
+    ];
+    let (server, http, grpc, _) = serve(&args, &tmp.path().join("cache"));
+    let out = Command::new(&python)
+        .arg(root().join("tests/python/control_e2e.py"))
+        .args(["--http", &http, "--grpc", &grpc, "--token", inference, "--control-token", control])
+        .output()
+        .expect("python runs");
+    let status = stop(server);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the client's checks failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("control ok"), "{stdout}");
     assert!(status.success(), "the server's drain failed: {status}");
 }

@@ -47,15 +47,22 @@ pub struct Args {
     /// and left out; the others serve. Repeatable. A flag only, not a setting of the file.
     #[arg(long, value_name = "DIR")]
     model_repository: Vec<PathBuf>,
-    /// How repository models change while the server runs: `explicit` (only by the repository
-    /// API's load and unload, as tritonclient's load_model / unload_model call it) or `poll` (also a
-    /// new or changed model folder is loaded, a removed one unloaded, checked every
-    /// --repository-poll-secs) [default: explicit].
-    #[arg(long, value_name = "MODE", value_parser = ["explicit", "poll"])]
+    /// How models change while the server runs: `none` (the models loaded at start stay; the
+    /// repository API's load and unload are refused, its index stays readable), `explicit` (by the
+    /// repository API's load and unload, as tritonclient's load_model / unload_model call them) or
+    /// `poll` (those, and a new or changed model folder is loaded, a removed one unloaded, checked
+    /// every --repository-poll-secs). `explicit` and `poll` without --control-token-file need
+    /// every listener on loopback [default: none].
+    #[arg(long, value_name = "MODE", value_parser = ["none", "explicit", "poll"])]
     model_control: Option<String>,
     /// Seconds between two looks at the repositories under --model-control poll [default: 5].
     #[arg(long, value_name = "S")]
     repository_poll_secs: Option<f64>,
+    /// A file holding the bearer token that load and unload require (first line, at least 16
+    /// characters; not the --token-file token, which does not grant them). Without it, load and
+    /// unload take the inference token, if any, and every listener must be on loopback.
+    #[arg(long, value_name = "FILE")]
+    control_token_file: Option<PathBuf>,
     /// Scheduler of every pool (one needing the trace in advance cannot serve) [default: spork-e].
     #[arg(long)]
     scheduler: Option<String>,
@@ -83,11 +90,13 @@ pub struct Args {
     /// 1 s FPGA reconfiguration].
     #[arg(long, value_name = "FILE")]
     platform: Option<PathBuf>,
-    /// A file holding the bearer token that inference and metadata require (health and metrics too
-    /// with --auth-health).
+    /// A file holding the bearer token that inference, metadata and the repository index require
+    /// (health and metrics too with --auth-health; load and unload take --control-token-file's
+    /// instead, if given). Without it, all of these are open to whoever reaches the listeners.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// Require the token on health and metrics too.
+    /// Require the token on health and metrics too (without it, `/v2/health/*`, `/metrics` and
+    /// gRPC's ServerLive, ServerReady and ModelReady are open even with --token-file).
     #[arg(long)]
     auth_health: bool,
     /// How long each build tool run on a model folder (the C compiler, Verilator) may take before it
@@ -214,6 +223,9 @@ struct File {
     platform: Option<PathBuf>,
     token_file: Option<PathBuf>,
     auth_health: Option<bool>,
+    model_control: Option<String>,
+    repository_poll_secs: Option<f64>,
+    control_token_file: Option<PathBuf>,
     #[serde(default, with = "humantime_serde_opt")]
     grace: Option<Duration>,
     io_threads: Option<usize>,
@@ -263,7 +275,7 @@ mod humantime_serde_opt {
 fn read_file(path: &Path) -> anyhow::Result<File> {
     let text = InputError::read(path)?;
     let fix = "fields are http, grpc, models, scheduler, board, boards, crosscheck, clock_mhz, platform, token_file, \
-               auth_health, grace, io_threads, io_priority, size_estimate, dispatch_engine, max_cpu, max_fpga, min_cpu, deadline_margin, worker, workers, insecure_workers, a [limits] table, \
+               auth_health, model_control, repository_poll_secs, control_token_file, grace, io_threads, io_priority, size_estimate, dispatch_engine, max_cpu, max_fpga, min_cpu, deadline_margin, worker, workers, insecure_workers, a [limits] table, \
                a [worker_tls] table (cert, key, ca, name) and a [real_board] table (xclbin, xclbin_alt, device, slot, agfi, sys)";
     Ok(toml::from_str(&text).map_err(|e| InputError::from_toml(path, &text, &e, fix))?)
 }
@@ -371,6 +383,32 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         max_queue: fl.max_queue.unwrap_or(d.max_queue),
     };
     check_limits(&limits)?;
+    // The listeners and the control plane first: a control plane open to the network is refused
+    // before anything is loaded.
+    let http = args.http.or(file.http).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8000)));
+    let grpc = args.grpc.or(file.grpc).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8001)));
+    let token = match args.token_file.or(file.token_file) {
+        Some(p) => Some(read_token(&p)?),
+        None => None,
+    };
+    let control = model_control(
+        args.model_control.or(file.model_control).as_deref(),
+        args.repository_poll_secs.or(file.repository_poll_secs),
+    )?;
+    let control_token = match args.control_token_file.or(file.control_token_file) {
+        Some(_) if !control.takes_calls() => bail!(
+            "--control-token-file is the token of load and unload, which --model-control none refuses\n  fix: add --model-control explicit (or poll), or drop --control-token-file"
+        ),
+        Some(p) => Some(read_token(&p)?),
+        None => None,
+    };
+    if control_token.is_some() && control_token == token {
+        bail!(
+            "the control token is the inference token: whoever may infer could then load and unload\n  fix: give --control-token-file a token of its own"
+        );
+    }
+    spork::serve::control::check_exposure(control, control_token.is_some(), &[http, grpc])
+        .map_err(anyhow::Error::msg)?;
     let scheduler: Scheduler = args.scheduler.or(file.scheduler).as_deref().unwrap_or("spork-e").parse()?;
     if scheduler.needs_demand() {
         bail!(
@@ -467,20 +505,10 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         let only = own.as_ref().filter(|(dir, _)| dir == repo).map(|(_, names)| names.as_slice());
         kernels.extend(repository_models(repo, only, &measure, &mut not_loaded)?);
     }
-    let control = match (args.model_control.as_deref(), args.repository_poll_secs) {
-        (Some("poll"), secs) => {
-            let s = secs.unwrap_or(5.0);
-            if !(s.is_finite() && (0.1..=3600.0).contains(&s)) {
-                bail!("--repository-poll-secs {s} must be between 0.1 and 3600");
-            }
-            ModelControl::Poll(Duration::from_secs_f64(s))
-        }
-        (_, Some(_)) => bail!("--repository-poll-secs needs --model-control poll"),
-        _ => ModelControl::Explicit,
-    };
     let repository = Some(spork::serve::RepositorySetup {
         dirs: repositories.clone(),
         control,
+        control_token,
         measure: measure.clone(),
         not_loaded,
     });
@@ -495,13 +523,9 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         (None, BoardArg::Model) => Board::Model(crosscheck.then(|| Arc::new(CrossCheck::default()))),
         (None, BoardArg::Sim | BoardArg::Alveo | BoardArg::F1) => Board::Sim,
     };
-    let token = match args.token_file.or(file.token_file) {
-        Some(p) => Some(token(&p)?),
-        None => None,
-    };
     Ok(ServeConfig {
-        http: args.http.or(file.http).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8000))),
-        grpc: args.grpc.or(file.grpc).unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8001))),
+        http,
+        grpc,
         kernels,
         plan,
         board,
@@ -529,6 +553,26 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         faults: Default::default(),
         repository,
     })
+}
+
+/// How models change while the server runs (`--model-control`, `model_control`): `none` unless
+/// asked for, as Triton's default.
+fn model_control(mode: Option<&str>, poll_secs: Option<f64>) -> anyhow::Result<ModelControl> {
+    match (mode, poll_secs) {
+        (Some("poll"), secs) => {
+            let s = secs.unwrap_or(5.0);
+            if !(s.is_finite() && (0.1..=3600.0).contains(&s)) {
+                bail!("--repository-poll-secs {s} must be between 0.1 and 3600");
+            }
+            Ok(ModelControl::Poll(Duration::from_secs_f64(s)))
+        }
+        (_, Some(_)) => bail!("--repository-poll-secs needs --model-control poll"),
+        (None | Some("none"), None) => Ok(ModelControl::None),
+        (Some("explicit"), None) => Ok(ModelControl::Explicit),
+        (Some(other), None) => {
+            bail!("model_control '{other}' in the config file: write none, explicit or poll")
+        }
+    }
 }
 
 /// The worker hosts, if any are given: found, checked and (the first round) described before the
@@ -627,8 +671,8 @@ fn check_limits(l: &Limits) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The token: the file's first line, at least 16 characters.
-fn token(path: &Path) -> anyhow::Result<String> {
+/// A token (inference or control): the file's first line, at least 16 characters.
+fn read_token(path: &Path) -> anyhow::Result<String> {
     let text = InputError::read(path)?;
     let t = text.lines().next().unwrap_or("").trim().to_string();
     if t.len() < 16 {
@@ -735,5 +779,80 @@ mod tests {
         let tls = file.worker_tls.expect("[worker_tls]");
         assert!(tls.files().expect("all three files").is_some());
         assert_eq!(file.http.map(|a| a.port()), Some(8000));
+        let control = model_control(file.model_control.as_deref(), file.repository_poll_secs);
+        assert_eq!(
+            control.expect("valid"),
+            ModelControl::None,
+            "the cluster's server loads and unloads nothing"
+        );
+    }
+
+    /// `spork serve ARGS` as clap parses them.
+    fn args(given: &[&str]) -> Args {
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: Args,
+        }
+        let argv = std::iter::once("serve").chain(given.iter().copied());
+        <Serve as clap::Parser>::try_parse_from(argv).expect("the arguments parse").args
+    }
+
+    fn refused(given: &[&str]) -> String {
+        match config(args(given)) {
+            Ok(_) => panic!("{given:?} was taken"),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    #[test]
+    fn model_control_is_none_unless_asked_for() {
+        assert_eq!(model_control(None, None).expect("default"), ModelControl::None);
+        assert_eq!(model_control(Some("explicit"), None).expect("explicit"), ModelControl::Explicit);
+        assert_eq!(
+            model_control(Some("poll"), Some(0.5)).expect("poll"),
+            ModelControl::Poll(Duration::from_millis(500))
+        );
+        let e = model_control(Some("open"), None).expect_err("not a mode").to_string();
+        assert!(e.contains("write none, explicit or poll"), "{e}");
+        let e = model_control(Some("explicit"), Some(1.0)).expect_err("no poll").to_string();
+        assert!(e.contains("needs --model-control poll"), "{e}");
+    }
+
+    #[test]
+    fn a_control_plane_open_to_the_network_is_refused_before_anything_loads() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            p.to_string_lossy().into_owned()
+        };
+        let control = write("control", "control-token-0123456789\n");
+        let inference = write("inference", "inference-token-0123456789\n");
+        let e = refused(&["--http", "0.0.0.0:8000", "--model-control", "explicit"]);
+        assert!(
+            e.contains(
+                "--model-control explicit without --control-token-file on 0.0.0.0:8000, which is not loopback"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("fix: give --control-token-file FILE"), "{e}");
+        let file = write("serve.toml", "grpc = \"0.0.0.0:8001\"\nmodel_control = \"poll\"\n");
+        let e = refused(&["--config", &file]);
+        assert!(e.contains("--model-control poll without --control-token-file on 0.0.0.0:8001"), "{e}");
+        let e = refused(&["--control-token-file", &control]);
+        assert!(e.contains("which --model-control none refuses"), "{e}");
+        let e = refused(&[
+            "--model-control",
+            "explicit",
+            "--control-token-file",
+            &inference,
+            "--token-file",
+            &inference,
+        ]);
+        assert!(e.contains("the control token is the inference token"), "{e}");
+        let short = write("short", "short\n");
+        let e = refused(&["--model-control", "explicit", "--control-token-file", &short]);
+        assert!(e.contains("at least 16 characters"), "{e}");
     }
 }

@@ -2,8 +2,14 @@
 //! boards shared with the others) and unloading one (its requests in flight finish within the grace
 //! period; new ones find no such model), at a client's call (`explicit`) or when a model folder
 //! changes (`poll`). A model that fails to load leaves the others serving and says why in the index.
+//!
+//! The control plane is closed unless asked for: under `none` (the default, as Triton's) a load or
+//! unload is refused whoever asks. Under `explicit` or `poll` a call needs the control token when
+//! the server has one (the inference token does not grant it), and a server without one must
+//! listen on loopback only ([`check_exposure`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,11 +27,49 @@ use crate::repository::spec::{self, ModelSpec, valid_model_name};
 /// How models change while the server runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModelControl {
+    /// Not at all: the models loaded at start are served until the server stops; the repository
+    /// API's load and unload are refused (its index stays readable).
+    None,
     /// Only by the repository API's load and unload.
     Explicit,
     /// Also by polling the repositories at this period: a new or changed folder is (re)loaded, a
     /// removed one unloaded.
     Poll(Duration),
+}
+
+impl ModelControl {
+    /// Its name, as `--model-control` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelControl::None => "none",
+            ModelControl::Explicit => "explicit",
+            ModelControl::Poll(_) => "poll",
+        }
+    }
+
+    /// Whether clients may load and unload models.
+    pub fn takes_calls(self) -> bool {
+        self != ModelControl::None
+    }
+}
+
+/// Refuses a control plane open to whoever reaches a listener: load and unload taken (`explicit`
+/// or `poll`) without a control token, while a listener binds beyond loopback.
+pub fn check_exposure(
+    control: ModelControl,
+    control_token: bool,
+    listeners: &[SocketAddr],
+) -> Result<(), String> {
+    if !control.takes_calls() || control_token {
+        return Ok(());
+    }
+    match listeners.iter().find(|a| !a.ip().is_loopback()) {
+        None => Ok(()),
+        Some(open) => Err(format!(
+            "--model-control {} without --control-token-file on {open}, which is not loopback: anyone who reaches it could load and unload models\n  fix: give --control-token-file FILE (a token of at least 16 characters on its first line), bind --http and --grpc to loopback (127.0.0.1), or keep --model-control none",
+            control.name()
+        )),
+    }
 }
 
 /// How a loaded model is measured for its pool.
@@ -106,6 +150,10 @@ pub struct IndexEntry {
 
 /// The server's repositories and what it did with their models.
 pub struct Control {
+    /// Whether clients may load and unload, and how models change otherwise.
+    mode: ModelControl,
+    /// The bearer token a load or unload needs, if the server has one.
+    token: Option<String>,
     repositories: Vec<PathBuf>,
     factory: Arc<PoolFactory>,
     measure: Measure,
@@ -119,9 +167,18 @@ pub struct Control {
 }
 
 impl Control {
-    /// Control over the models of `repositories`, new pools made by `factory`.
-    pub fn new(repositories: Vec<PathBuf>, factory: Arc<PoolFactory>, measure: Measure) -> Control {
+    /// Control over the models of `repositories`, new pools made by `factory`; clients' loads and
+    /// unloads taken as `mode` says, with `token` if given.
+    pub fn new(
+        repositories: Vec<PathBuf>,
+        factory: Arc<PoolFactory>,
+        measure: Measure,
+        mode: ModelControl,
+        token: Option<String>,
+    ) -> Control {
         Control {
+            mode,
+            token,
             repositories,
             factory,
             measure,
@@ -129,6 +186,26 @@ impl Control {
             busy: Arc::new(tokio::sync::Mutex::new(())),
             seen: Mutex::default(),
         }
+    }
+
+    /// How models change while the server runs.
+    pub fn mode(&self) -> ModelControl {
+        self.mode
+    }
+
+    /// The control token, if the server has one.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// Refuses a client's load or unload when model control is `none`.
+    pub fn takes_calls(&self) -> Result<(), ServeError> {
+        if self.mode.takes_calls() {
+            return Ok(());
+        }
+        Err(ServeError::Forbidden(
+            "model control is off on this server (--model-control none, the default): its models are the ones loaded at start; the repository index stays readable\n  fix: start it with --model-control explicit and --control-token-file FILE".into(),
+        ))
     }
 
     /// Records why model `name` is not served (a load that failed at start, say).
@@ -340,4 +417,31 @@ fn fingerprint(dir: &Path) -> String {
         h.update(t.to_le_bytes());
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_plane_without_a_token_is_refused_beyond_loopback() {
+        let local: SocketAddr = "127.0.0.1:8000".parse().expect("addr");
+        let local6: SocketAddr = "[::1]:8001".parse().expect("addr");
+        let any: SocketAddr = "0.0.0.0:8001".parse().expect("addr");
+        let poll = ModelControl::Poll(Duration::from_secs(5));
+        for mode in [ModelControl::Explicit, poll] {
+            assert_eq!(check_exposure(mode, false, &[local, local6]), Ok(()), "loopback only");
+            assert_eq!(check_exposure(mode, true, &[local, any]), Ok(()), "with a control token");
+            let e = check_exposure(mode, false, &[local, any]).expect_err("open to the network");
+            assert!(
+                e.contains(&format!(
+                    "--model-control {} without --control-token-file on 0.0.0.0:8001",
+                    mode.name()
+                )),
+                "{e}"
+            );
+            assert!(e.contains("fix: give --control-token-file FILE"), "{e}");
+        }
+        assert_eq!(check_exposure(ModelControl::None, false, &[any]), Ok(()), "nothing to open");
+    }
 }

@@ -15,6 +15,15 @@ pub enum ServeError {
     /// Missing or wrong bearer token.
     #[error("missing or wrong bearer token: send `Authorization: Bearer <token>`")]
     Unauthorized,
+    /// Missing or wrong control token on a load or unload.
+    #[error(
+        "missing or wrong control token: send `Authorization: Bearer <control token>`, the token of the server's --control-token-file (the inference token does not load or unload)"
+    )]
+    UnauthorizedControl,
+    /// Refused whoever asks: model control is off, or the request is one a web page could send
+    /// cross-site.
+    #[error("{0}")]
+    Forbidden(String),
     /// The body or a tensor is over the server's limit.
     #[error("{0}")]
     TooLarge(String),
@@ -39,7 +48,8 @@ impl ServeError {
     pub fn http_status(&self) -> u16 {
         match self {
             ServeError::BadRequest(_) => 400,
-            ServeError::Unauthorized => 401,
+            ServeError::Unauthorized | ServeError::UnauthorizedControl => 401,
+            ServeError::Forbidden(_) => 403,
             ServeError::NotFound(_) => 404,
             ServeError::TooLarge(_) => 413,
             ServeError::Overloaded { .. } => 429,
@@ -52,7 +62,8 @@ impl ServeError {
     pub fn grpc_code(&self) -> tonic::Code {
         match self {
             ServeError::BadRequest(_) => tonic::Code::InvalidArgument,
-            ServeError::Unauthorized => tonic::Code::Unauthenticated,
+            ServeError::Unauthorized | ServeError::UnauthorizedControl => tonic::Code::Unauthenticated,
+            ServeError::Forbidden(_) => tonic::Code::PermissionDenied,
             ServeError::NotFound(_) => tonic::Code::NotFound,
             ServeError::TooLarge(_) | ServeError::Overloaded { .. } => tonic::Code::ResourceExhausted,
             ServeError::Internal(_) => tonic::Code::Internal,
@@ -64,7 +75,8 @@ impl ServeError {
     pub fn outcome(&self) -> &'static str {
         match self {
             ServeError::BadRequest(_) | ServeError::NotFound(_) | ServeError::TooLarge(_) => "invalid",
-            ServeError::Unauthorized => "unauthorized",
+            ServeError::Unauthorized | ServeError::UnauthorizedControl => "unauthorized",
+            ServeError::Forbidden(_) => "forbidden",
             ServeError::Overloaded { .. } => "rejected",
             ServeError::Unavailable(_) => "unavailable",
             ServeError::Internal(_) => "failed",
@@ -76,6 +88,7 @@ impl ServeError {
 pub fn outcome_of_http(status: u16) -> &'static str {
     match status {
         401 => "unauthorized",
+        403 => "forbidden",
         429 => "rejected",
         503 => "unavailable",
         500..=599 => "failed",
@@ -87,6 +100,7 @@ pub fn outcome_of_http(status: u16) -> &'static str {
 pub fn outcome_of_grpc(code: tonic::Code) -> &'static str {
     match code {
         tonic::Code::Unauthenticated => "unauthorized",
+        tonic::Code::PermissionDenied => "forbidden",
         tonic::Code::ResourceExhausted => "rejected",
         tonic::Code::Unavailable => "unavailable",
         tonic::Code::Internal | tonic::Code::Unknown | tonic::Code::DeadlineExceeded => "failed",

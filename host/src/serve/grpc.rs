@@ -33,6 +33,15 @@ pub struct Service {
 /// The inference method.
 const INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 
+/// The repository index: the inference token or the control token reads it.
+const INDEX: &str = "/inference.GRPCInferenceService/RepositoryIndex";
+
+/// Load and unload: refused under `--model-control none`, else the control token's.
+const CONTROL: [&str; 2] = [
+    "/inference.GRPCInferenceService/RepositoryModelLoad",
+    "/inference.GRPCInferenceService/RepositoryModelUnload",
+];
+
 /// The health methods: open without the token when health is open.
 const HEALTH: [&str; 3] = [
     "/inference.GRPCInferenceService/ServerLive",
@@ -40,8 +49,8 @@ const HEALTH: [&str; 3] = [
     "/inference.GRPCInferenceService/ModelReady",
 ];
 
-/// The service as routes, behind the token check and the memory budget: both run on a request's
-/// headers, before tonic decodes a byte of its message.
+/// The service as routes, behind the token check (the control token's for load and unload) and
+/// the memory budget: both run on a request's headers, before tonic decodes a byte of its message.
 pub fn router(server: Arc<Server>) -> axum::Router {
     tonic::service::Routes::new(Service::new(server.clone()))
         .into_axum_router()
@@ -54,9 +63,18 @@ async fn authorize(
     req: axum::extract::Request,
     next: Next,
 ) -> axum::response::Response {
-    let open = s.open_health && HEALTH.contains(&req.uri().path());
+    let path = req.uri().path();
     let given = req.headers().get("authorization").and_then(|v| v.to_str().ok());
-    match if open { Ok(()) } else { s.authorize(given) } {
+    let checked = if s.open_health && HEALTH.contains(&path) {
+        Ok(())
+    } else if CONTROL.contains(&path) {
+        s.authorize_control(given)
+    } else if path == INDEX {
+        s.authorize_index(given)
+    } else {
+        s.authorize(given)
+    };
+    match checked {
         Ok(()) => next.run(req).await,
         Err(e) => {
             s.metrics.refused(e.outcome());

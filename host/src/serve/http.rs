@@ -38,8 +38,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_v))
         .route("/metrics", get(metrics))
         .route("/v2/repository/index", post(super::http_repository::index))
-        .route("/v2/repository/models/{name}/load", post(super::http_repository::load))
-        .route("/v2/repository/models/{name}/unload", post(super::http_repository::unload))
+        .merge(super::http_repository::control_routes(server.clone()))
         .fallback(|| async { error(ServeError::NotFound("no such endpoint: see /v2".into())) })
         // Outermost first: the token before anything else, then the body metered on the budget.
         .layer(middleware::from_fn_with_state(server.clone(), meter))
@@ -78,12 +77,21 @@ pub fn error(e: ServeError) -> Response {
     r
 }
 
-/// The token on everything but health (and metrics) when those are open.
+/// The inference token on everything but health (and metrics) when those are open, the repository
+/// index (which the control token reads too) and load and unload (whose routes check the control
+/// token instead).
 async fn authorize(State(s): State<Arc<Server>>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
-    let open = s.open_health && (path.starts_with("/v2/health/") || path == "/metrics");
     let given = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    match if open { Ok(()) } else { s.authorize(given) } {
+    let open = s.open_health && (path.starts_with("/v2/health/") || path == "/metrics");
+    let checked = if open || super::http_repository::is_control(path) {
+        Ok(())
+    } else if path == "/v2/repository/index" {
+        s.authorize_index(given)
+    } else {
+        s.authorize(given)
+    };
+    match checked {
         Ok(()) => next.run(req).await,
         Err(e) => {
             s.metrics.refused(e.outcome());

@@ -8,6 +8,8 @@
 //! - [`http`] (its bodies parsed by [`json`]), [`grpc`]: the two transports; [`listen`]: their
 //!   sockets, connection rules and bounded drain; [`budget`]: the memory all requests may hold;
 //! - [`models`], [`tensor`]: the served models and their tensors; [`pools`]: a pool per model;
+//! - [`control`] (over HTTP: [`http_repository`]): the repository API's index, load and unload,
+//!   closed unless `--model-control` opens it, behind a control token of its own;
 //! - [`metrics`]: Prometheus; [`error`]: what a request can fail with, per transport.
 
 pub mod activity;
@@ -194,8 +196,11 @@ pub struct ServeConfig {
 pub struct RepositorySetup {
     /// The repository folders.
     pub dirs: Vec<std::path::PathBuf>,
-    /// How their models change while the server runs.
+    /// How their models change while the server runs (whether clients may load and unload).
     pub control: control::ModelControl,
+    /// The bearer token a load or unload needs (the inference token does not grant it); `None`:
+    /// the inference token, if any, and then the listeners must be on loopback.
+    pub control_token: Option<String>,
     /// How a model loaded at run time is measured.
     pub measure: control::Measure,
     /// Why each model that failed to load at start is not served (shown in the index).
@@ -286,6 +291,10 @@ pub enum StartError {
     /// The protocol threads may not run at the priority asked for.
     #[error("--io-priority: {0}")]
     Priority(#[from] crate::priority::Refused),
+    /// Model control open to the network: load and unload taken without a control token while a
+    /// listener binds beyond loopback.
+    #[error("{0}")]
+    OpenControl(String),
     /// A pool did not answer its probe.
     #[error("the {model} pool did not answer its start-up probe: {why}")]
     Probe {
@@ -310,6 +319,10 @@ pub struct Running {
 
 /// Starts the server: pools, a probe through each (readiness), then both listeners.
 pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
+    if let Some(repo) = &cfg.repository {
+        control::check_exposure(repo.control, repo.control_token.is_some(), &[cfg.http, cfg.grpc])
+            .map_err(StartError::OpenControl)?;
+    }
     let io_priority = cfg.io_priority;
     crate::priority::check(io_priority)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -367,7 +380,13 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         Ok::<(), StartError>(())
     })?;
     if let Some(repo) = &cfg.repository {
-        let control = Arc::new(control::Control::new(repo.dirs.clone(), factory, repo.measure.clone()));
+        let control = Arc::new(control::Control::new(
+            repo.dirs.clone(),
+            factory,
+            repo.measure.clone(),
+            repo.control,
+            repo.control_token.clone(),
+        ));
         for (name, why) in &repo.not_loaded {
             control.note(name, why.clone());
         }

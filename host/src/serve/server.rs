@@ -160,6 +160,16 @@ impl Drop for Tally<'_> {
     }
 }
 
+/// Whether `header` (an `Authorization` header or gRPC metadata value) is `Bearer <token>`,
+/// compared in constant time. The scheme is case-insensitive (RFC 9110 11.1); the token is not.
+fn bearer_is(token: &str, header: Option<&str>) -> bool {
+    let given = header
+        .and_then(|h| h.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, t)| t.trim_start());
+    bool::from(given.as_bytes().ct_eq(token.as_bytes()))
+}
+
 /// Most pools ending at once: a client that loads and unloads in a loop is refused (503) rather
 /// than leaving a pool's threads behind per call.
 pub const MAX_RETIRING: usize = 4;
@@ -389,19 +399,34 @@ impl Server {
         Ok(self.is_ready() && m.unavailable().is_none())
     }
 
-    /// Checks a bearer token (`Authorization` header or gRPC metadata value), in constant time.
+    /// Checks the inference token (`Authorization` header or gRPC metadata value), if the server
+    /// has one.
     pub fn authorize(&self, header: Option<&str>) -> Result<(), ServeError> {
-        let Some(token) = &self.token else { return Ok(()) };
-        // The scheme is case-insensitive (RFC 9110 11.1); the token is not.
-        let given = header
-            .and_then(|h| h.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map_or("", |(_, t)| t.trim_start());
-        if bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
-            Ok(())
-        } else {
-            Err(ServeError::Unauthorized)
+        match &self.token {
+            Some(token) if !bearer_is(token, header) => Err(ServeError::Unauthorized),
+            _ => Ok(()),
         }
+    }
+
+    /// Checks a load or unload: refused when model control is `none`; else it needs the control
+    /// token if the server has one (the inference token does not grant it), or the inference token
+    /// if it has only that.
+    pub fn authorize_control(&self, header: Option<&str>) -> Result<(), ServeError> {
+        let control = self.control()?;
+        control.takes_calls()?;
+        match control.token() {
+            Some(token) if !bearer_is(token, header) => Err(ServeError::UnauthorizedControl),
+            Some(_) => Ok(()),
+            None => self.authorize(header),
+        }
+    }
+
+    /// Checks a read of the repository index: the inference token, or the control token.
+    pub fn authorize_index(&self, header: Option<&str>) -> Result<(), ServeError> {
+        self.authorize(header).or_else(|e| match self.control.get().and_then(|c| c.token()) {
+            Some(token) if bearer_is(token, header) => Ok(()),
+            _ => Err(e),
+        })
     }
 
     /// The metrics text, each pool's state read now.
