@@ -289,7 +289,7 @@ mod tests {
     #[test]
     fn a_frame_past_its_bound_is_refused_and_a_long_message_is_clipped() {
         let mut wire = Vec::new();
-        write_frame(&mut wire, &vec![0u8; 100]).unwrap();
+        write_frame(&mut wire, &[0u8; 100]).unwrap();
         let mut buf = Vec::new();
         assert!(read_frame(&mut wire.as_slice(), 99, &mut buf).is_err());
         assert!(read_frame(&mut wire.as_slice(), 100, &mut buf).unwrap());
