@@ -503,11 +503,12 @@ fn clients_that_leave_are_counted_once_and_leave_no_queue() {
 
 #[test]
 fn the_memory_budget_refuses_bodies_beyond_it_while_they_arrive() {
-    // Room for three 1.5 MB bodies of 4 MB budget: the third is refused mid-upload.
-    let serve = Serve::start("max_body = 2097152\nmemory_budget = 4194304\n", &[]);
+    // Room for six 1.5 MB bodies in a 10 MiB budget (the least that holds sobel's largest request,
+    // 8.4 MB, or the model is refused at load): the seventh is refused mid-upload.
+    let serve = Serve::start("max_body = 2097152\nmemory_budget = 10485760\n", &[]);
     let (body, len) = sobel_binary(6000, 256, r#"{"name":"magnitudes"}"#);
     let mut held = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..6 {
         let mut s = TcpStream::connect(serve.http).expect("connect");
         let head = infer_head(body.len(), Some(len));
         s.write_all(head.as_bytes()).expect("head");
@@ -522,7 +523,7 @@ fn the_memory_budget_refuses_bodies_beyond_it_while_they_arrive() {
     let m = serve.metrics();
     assert!(m.contains("spork_requests_refused_total{reason=\"rejected\"}"), "{m}");
     // Once they are gone, the budget is free again: a request of half the size (0.8 MB of body, 2.3 MB
-    // with its input decoded and its binary answer) fits now, and would not beside the 3 MB they held.
+    // with its input decoded and its binary answer) fits now, and would not beside the 9.2 MB they held.
     let (half, half_len) =
         sobel_binary(3000, 256, r#"{"name":"magnitudes","parameters":{"binary_data":true}}"#);
     let t = Instant::now();
