@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 #[path = "support/boards.rs"]
 mod boards;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
+use fixtures::{fixture, on_satadd};
 
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;
 use spork::repository::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kernels").join(name)
-}
 
 /// `spork kernel ARGS` with its cache in `cache`.
 fn kernel(args: &[&str], dir: &Path, cache: &Path) -> Output {
@@ -60,7 +60,8 @@ fn correct_kernels_pass_check_on_random_and_edge_shapes() {
 
 #[test]
 fn a_wrong_rtl_fails_check_with_the_first_mismatch_named() {
-    let o = kernel(&["check"], &fixture("satadd_wraps"), &shared_cache());
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let o = kernel(&["check"], &on_satadd("satadd_wraps", &["cpu"], scratch.path()), &shared_cache());
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     // Where, and both values: the CPU side saturates to an INT16 bound where the RTL wrapped.
@@ -76,7 +77,7 @@ fn rtl_is_verilated_once_then_found_by_content_hash() {
     let cache = tempfile::tempdir().expect("temp dir");
     let model = tempfile::tempdir().expect("temp dir");
     let dir = model.path().join("satadd");
-    copy_model(&fixture("satadd"), &dir);
+    fixtures::copy_dir(&fixture("satadd"), &dir);
     let first = text(&kernel(&["build"], &dir, cache.path()));
     assert!(first.contains("RTL verilated and compiled in"), "{first}");
     let second = text(&kernel(&["build"], &dir, cache.path()));
@@ -89,32 +90,26 @@ fn rtl_is_verilated_once_then_found_by_content_hash() {
     assert!(third.contains("RTL verilated and compiled in"), "{third}");
 }
 
-/// Copies a fixture model whose files are all inside its folder.
-fn copy_model(from: &Path, to: &Path) {
-    for sub in ["", "rtl", "cpu"] {
-        std::fs::create_dir_all(to.join(sub)).expect("mkdir");
-        for e in std::fs::read_dir(from.join(sub)).expect("list").flatten() {
-            if e.path().is_file() {
-                std::fs::copy(e.path(), to.join(sub).join(e.file_name())).expect("copy");
-            }
-        }
-    }
-}
-
 #[test]
 fn bad_repositories_are_refused_naming_the_problem_and_the_fix() {
     let cache = shared_cache();
-    let cases: [(&str, &[&str]); 7] = [
-        ("missing_source", &["model.toml:", "fpga.sim.sources", "does not exist", "fix:"]),
-        ("syntax_error", &["Verilator refused the design", "rtl/satadd.v:42:33", "syntax error"]),
-        ("no_axis", &["no input port `s_axis_tdata`", "in_a, in_b"]),
-        ("no_symbol", &["does not export spork_kernel_run", "fix:"]),
-        ("abi_mismatch", &["ABI version 99", "takes version 1", "fix: rebuild"]),
-        ("bad_dtype", &["model.toml:", "'FP16' is not one the C ABI takes", "fix: use one of"]),
-        ("unknown_key", &["model.toml:13:", "unknown field `datatyp`"]),
+    // Each with its one defect, and the satadd folders it shares.
+    let cases: [(&str, &[&str], &[&str]); 7] = [
+        ("missing_source", &["cpu"], &["model.toml:", "fpga.sim.sources", "does not exist", "fix:"]),
+        ("syntax_error", &["cpu"], &["Verilator refused the design", "rtl/satadd.v:42:33", "syntax error"]),
+        ("no_axis", &["cpu"], &["no input port `s_axis_tdata`", "in_a, in_b"]),
+        ("no_symbol", &["rtl"], &["does not export spork_kernel_run", "fix:"]),
+        ("abi_mismatch", &["rtl"], &["ABI version 99", "takes version 1", "fix: rebuild"]),
+        (
+            "bad_dtype",
+            &["cpu", "rtl"],
+            &["model.toml:", "'FP16' is not one the C ABI takes", "fix: use one of"],
+        ),
+        ("unknown_key", &["cpu", "rtl"], &["model.toml:13:", "unknown field `datatyp`"]),
     ];
-    for (name, wanted) in cases {
-        let o = kernel(&["build"], &fixture(&format!("bad/{name}")), &cache);
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for (name, shares, wanted) in cases {
+        let o = kernel(&["build"], &on_satadd(&format!("bad/{name}"), shares, scratch.path()), &cache);
         let t = text(&o);
         assert!(!o.status.success(), "{name} was accepted: {t}");
         for w in wanted {
@@ -374,7 +369,7 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
     }
     // Scalars with row TLAST cannot be packaged: the request's end would be unmarked.
     let rows = tmp.path().join("rows");
-    copy_model(&models.join("sobel"), &rows);
+    fixtures::copy_dir(&models.join("sobel"), &rows);
     let toml = std::fs::read_to_string(rows.join("model.toml")).expect("read");
     std::fs::write(rows.join("model.toml"), toml.replace("last = \"request\"", "last = \"row\""))
         .expect("write");

@@ -14,6 +14,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 #[path = "support/boards.rs"]
 mod boards;
+#[path = "support/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
+
+use fixtures::copy_dir;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -25,18 +30,6 @@ fn python() -> PathBuf {
     assert!(out.status.success(), "scripts/python-env.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8_lossy(&out.stdout);
     PathBuf::from(stdout.lines().last().expect("the venv's python on the last line").trim())
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("list").flatten() {
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).expect("copy");
-        }
-    }
 }
 
 /// A repository: satadd and crc8 as they are, and `broken`, satadd whose library says ABI 99.

@@ -3,6 +3,13 @@
 mod cli;
 
 fn main() -> std::process::ExitCode {
+    // A kernel process the server started from this same binary (repository::isolate): before
+    // the command line, which it does not have.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(spork::repository::isolate::SUBCOMMAND) {
+        let code = spork::repository::isolate::child::main(&args[1..]);
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     match cli::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

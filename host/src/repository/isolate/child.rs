@@ -1,4 +1,4 @@
-//! The kernel process's side (`spork-kernel LIBRARY WINDOW`): opens the library, makes one kernel
+//! The kernel process's side (`spork __kernel-process LIBRARY WINDOW`): opens the library, makes one kernel
 //! state, and runs each call on the tensors the server put in the window (descriptor 3), replying
 //! with the kernel's result. It serves one server: it ends when its socket (stdin) closes, or when
 //! the server is gone even while a kernel spins.
@@ -22,7 +22,7 @@ pub fn main(args: &[String]) -> i32 {
     match serve(args) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("spork-kernel: {e}");
+            eprintln!("spork kernel process: {e}");
             1
         }
     }
@@ -30,7 +30,9 @@ pub fn main(args: &[String]) -> i32 {
 
 fn serve(args: &[String]) -> Result<(), String> {
     let [library, window] = args else {
-        return Err("usage: spork-kernel LIBRARY WINDOW_BYTES (started by spork serve, not by hand)".into());
+        return Err(
+            "usage: spork __kernel-process LIBRARY WINDOW_BYTES (started by spork serve, not by hand)".into(),
+        );
     };
     let len: usize = window.parse().map_err(|_| format!("window '{window}' is not a size"))?;
     watch_parent();

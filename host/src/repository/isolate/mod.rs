@@ -1,4 +1,5 @@
-//! A model's CPU kernel in processes of its own (`spork-kernel`), so that its crash, hang or
+//! A model's CPU kernel in processes of its own (the `spork` binary run as `spork
+//! __kernel-process`), so that its crash, hang or
 //! appetite fails its own requests and never the server. One process holds one kernel state, as a
 //! CPU worker holds one in-process; tensors pass through a shared window (a memfd both map), and
 //! each call is one message each way on a socket pair. A process that dies, or is killed past the
@@ -6,7 +7,7 @@
 //! model unavailable, with the reason.
 //!
 //! - [`wire`]: the messages; [`shm`]: the window; [`process`]: one process from the server's side;
-//!   [`child`]: the process's own side (the `spork-kernel` binary's body).
+//!   [`child`]: the process's own side.
 
 pub mod child;
 pub mod process;
@@ -18,6 +19,9 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 pub use process::{Failure, KernelProcess, Launch};
+
+/// The hidden first argument that makes the `spork` binary a kernel process.
+pub const SUBCOMMAND: &str = "__kernel-process";
 
 use super::tensor::TensorBuf;
 

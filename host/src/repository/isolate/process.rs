@@ -57,11 +57,11 @@ impl KernelProcess {
         let window = Window::create(l.window).map_err(start)?;
         let (ours, theirs) = UnixStream::pair().map_err(start)?;
         let mut cmd = Command::new(binary().map_err(Failure::Died)?);
-        cmd.arg(&l.library).arg(window.len().to_string());
+        cmd.arg(super::SUBCOMMAND).arg(&l.library).arg(window.len().to_string());
         cmd.stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned().map_err(start)?))
             .stderr(Stdio::inherit());
-        let (fd, data) = (window.raw_fd(), rlimit(l.memory, window.len()));
+        let (fd, data) = (window.raw_fd(), rlimit(l.memory));
         // SAFETY: between fork and exec this runs only dup2, fcntl and setrlimit, which are
         // async-signal-safe, on descriptors and values computed before the fork.
         unsafe {
@@ -193,7 +193,7 @@ impl Drop for KernelProcess {
 
 /// RLIMIT_DATA for `memory` bytes of heap: the shared window is a shared mapping and does not
 /// count, the process's own image does (a few megabytes).
-fn rlimit(memory: u64, _window: usize) -> libc::rlim_t {
+fn rlimit(memory: u64) -> libc::rlim_t {
     memory.saturating_add(64 << 20) as libc::rlim_t
 }
 
@@ -210,22 +210,22 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// The `spork-kernel` binary: `SPORK_KERNEL_PROCESS`, else beside this executable (or one folder
-/// up, for a test binary under `deps/`).
+/// The `spork` binary a kernel process runs: this executable when it is `spork` (the server), else
+/// `SPORK_BIN`, else a `spork` beside this executable or one folder up (a test binary under `deps/`).
 pub fn binary() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SPORK_KERNEL_PROCESS") {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    if exe.file_name().is_some_and(|n| n == "spork") {
+        return Ok(exe);
+    }
+    if let Some(p) = std::env::var_os("SPORK_BIN") {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    [dir.join("spork-kernel"), dir.join("../spork-kernel")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            format!(
-                "no spork-kernel binary beside {}\n  fix: install it with spork (cargo build builds both), set \
-                 SPORK_KERNEL_PROCESS to its path, or serve trusted code in-process with [cpu] isolation = \"none\"",
-                exe.display()
-            )
-        })
+    [dir.join("spork"), dir.join("../spork")].into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        format!(
+            "no spork binary to run kernel processes from (looked beside {})\n  fix: build it (cargo build -p \
+             spork), set SPORK_BIN to its path, or serve trusted code in-process with [cpu] isolation = \"none\"",
+            exe.display()
+        )
+    })
 }
