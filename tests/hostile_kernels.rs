@@ -1,0 +1,349 @@
+//! Users' kernels and model folders that misbehave, against the real `spork serve` over loopback:
+//! a C kernel that dereferences NULL, spins, allocates 8 GiB or calls abort() fails its own
+//! requests (and, when it keeps dying, its own model) while the server stays up, another model
+//! answers right throughout and `/v2/health/live` answers within 100 ms. Model folders that name
+//! paths outside themselves, a FIFO, a huge file, a flag as a source or sizes no budget holds are
+//! left out at start with the reason in the index, and the server starts with the rest.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+#[path = "support/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
+
+use fixtures::{copy_dir, fixture};
+
+/// The server's peak RSS may not pass this: its own models are two small adders, and a kernel's
+/// 8 GiB appetite is its kernel process's, bounded there by `memory_mib`.
+const RSS_BOUND: u64 = 256 << 20;
+
+/// The trigger the hostile fixture misbehaves on (its `a[0]`); `b[0]` says how.
+const TRIGGER: i16 = 4951;
+const NULL: i16 = 1;
+const SPIN: i16 = 2;
+const APPETITE: i16 = 3;
+const ABORT: i16 = 4;
+
+/// A `spork serve` on loopback, its stderr kept.
+struct Serve {
+    child: Child,
+    http: SocketAddr,
+    log: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    /// `spork serve` on CPU workers with `repo` as its repository, explicit model control (loopback
+    /// only, so no control token) and `extra` arguments.
+    fn start(repo: &Path, cache: &Path, extra: &[&str]) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--grace", "1s"])
+            .args(["--scheduler", "cpu-dynamic", "--model-control", "explicit", "--model-repository"])
+            .arg(repo)
+            .args(extra)
+            .env("SPORK_CACHE_DIR", cache)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spork serve starts");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().expect("stderr");
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("spork serve: HTTP on ") {
+                    let _ = tx.send(rest.split(',').next().unwrap_or_default().trim().to_string());
+                }
+                kept.lock().expect("log").push_str(&format!("{line}\n"));
+            }
+        });
+        let Ok(addr) = rx.recv_timeout(Duration::from_secs(300)) else {
+            let _ = child.kill();
+            panic!("the server did not start:\n{}", log.lock().expect("log"));
+        };
+        Serve { child, http: addr.parse().expect("an address"), log }
+    }
+
+    /// Peak resident memory so far (VmHWM), bytes.
+    fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        let kb = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+        kb.split_whitespace().nth(1).expect("kB").parse::<u64>().expect("kB") * 1024
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn post(&self, path: &str, body: &str) -> (u16, String) {
+        http(self.http, "POST", path, body)
+    }
+
+    /// The repository index's entry for `model`: (state, reason).
+    fn index_entry(&self, model: &str) -> (String, String) {
+        let (status, body) = self.post("/v2/repository/index", "{}");
+        assert_eq!(status, 200, "{body}");
+        let index: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        let e = index.as_array().expect("a list").iter().find(|e| e["name"] == model);
+        let e = e.unwrap_or_else(|| panic!("{model} not in the index: {body}"));
+        (e["state"].as_str().unwrap_or_default().into(), e["reason"].as_str().unwrap_or_default().into())
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 exchange on a new connection: (status, body). Every wait is bounded.
+fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).and_then(|_| s.write_all(body.as_bytes())).expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read the answer");
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// An inference of `model` (satadd's signature) on `a` and `b`: (status, body).
+fn add(addr: SocketAddr, model: &str, a: &[i16], b: &[i16]) -> (u16, String) {
+    let input = |name: &str, v: &[i16]| serde_json::json!({"name": name, "datatype": "INT16", "shape": [v.len()], "data": v});
+    let body = serde_json::json!({"inputs": [input("a", a), input("b", b)]}).to_string();
+    http(addr, "POST", &format!("/v2/models/{model}/infer"), &body)
+}
+
+/// The `sum` an answer carries.
+fn sum(body: &str) -> Vec<i64> {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    v["outputs"][0]["data"].as_array().expect("data").iter().filter_map(serde_json::Value::as_i64).collect()
+}
+
+/// What the probes saw while the attacks ran.
+#[derive(Default)]
+struct Seen {
+    health_probes: u32,
+    slowest_health: Duration,
+    health_failures: Vec<String>,
+    good_answers: u32,
+    good_failures: Vec<String>,
+}
+
+/// Probes `/v2/health/live` and a correct `satadd` answer every 20 ms until `stop`.
+fn probe(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Seen> {
+    std::thread::spawn(move || {
+        let mut seen = Seen::default();
+        let (a, b): (Vec<i16>, Vec<i16>) =
+            ((0..64).map(|i| i * 100).collect(), (0..64).map(|i| 32000 - i).collect());
+        let want: Vec<i64> =
+            a.iter().zip(&b).map(|(x, y)| (*x as i64 + *y as i64).min(i16::MAX as i64)).collect();
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            let (status, body) = http(addr, "GET", "/v2/health/live", "");
+            let took = t.elapsed();
+            seen.health_probes += 1;
+            seen.slowest_health = seen.slowest_health.max(took);
+            if status != 200 {
+                seen.health_failures.push(format!("{status} {body}"));
+            }
+            match add(addr, "satadd", &a, &b) {
+                (200, body) if sum(&body) == want => seen.good_answers += 1,
+                (status, body) => seen.good_failures.push(format!("{status} {body}")),
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        seen
+    })
+}
+
+/// A repository of the hostile fixture and satadd, in `tmp/repo`.
+fn repository(tmp: &Path) -> PathBuf {
+    let repo = tmp.join("repo");
+    copy_dir(&fixture("hostile"), &repo.join("hostile"));
+    copy_dir(&fixture("satadd"), &repo.join("satadd"));
+    repo
+}
+
+/// A hostile request: `how` on the trigger.
+fn attack(serve: &Serve, how: i16) -> (u16, String) {
+    add(serve.http, "hostile", &[TRIGGER, 1, 2], &[how, 1, 2])
+}
+
+/// Each way a kernel can fail gets its own 500 naming what happened; a plain request after it is
+/// answered right (the process restarted); five deaths in a row make the model UNAVAILABLE (index
+/// with the reason, 503, not ready) until it is loaded again. Throughout: the server lives, satadd
+/// answers right, health answers within 100 ms, and the server's RSS stays bounded.
+#[test]
+fn a_kernels_crash_spin_appetite_and_abort_fail_only_its_own_requests() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut serve = Serve::start(&repository(tmp.path()), &tmp.path().join("cache"), &[]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let prober = probe(serve.http, stop.clone());
+    let plain = |serve: &Serve| {
+        let (status, body) = add(serve.http, "hostile", &[1, 2, 32767], &[3, 4, 5]);
+        assert_eq!((status, sum(&body)), (200, vec![4, 6, 32767]), "{body}");
+    };
+    plain(&serve);
+    for (how, names) in [
+        (NULL, "SIGSEGV"),
+        (SPIN, "longer than its timeout of 1s"),
+        (APPETITE, "SIGSEGV"),
+        (ABORT, "SIGABRT"),
+    ] {
+        let (status, body) = attack(&serve, how);
+        assert_eq!(status, 500, "attack {how}: {body}");
+        assert!(body.contains(names), "attack {how}: the answer does not say '{names}': {body}");
+        plain(&serve);
+        assert!(serve.alive(), "the server died on attack {how}:\n{}", serve.log.lock().expect("log"));
+    }
+    // Five deaths in a row: the model is UNAVAILABLE, with the reason, until it is loaded again.
+    for _ in 0..5 {
+        assert_eq!(attack(&serve, NULL).0, 500);
+    }
+    let (status, body) = add(serve.http, "hostile", &[1], &[1]);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("unavailable"), "{body}");
+    assert_eq!(http(serve.http, "GET", "/v2/models/hostile/ready", "").0, 503);
+    let (state, reason) = serve.index_entry("hostile");
+    assert_eq!(state, "UNAVAILABLE");
+    assert!(reason.contains("died 5 times in a row") && reason.contains("SIGSEGV"), "{reason}");
+    let metrics = http(serve.http, "GET", "/metrics", "").1;
+    let counted = |event: &str| {
+        let key = format!("spork_kernel_processes{{model=\"hostile\",event=\"{event}\"}}");
+        metrics.lines().find_map(|l| l.strip_prefix(&key)).and_then(|n| n.trim().parse::<u64>().ok())
+    };
+    assert!(counted("crashed").is_some_and(|n| n >= 7), "{metrics}");
+    assert!(counted("timed_out").is_some_and(|n| n >= 1), "{metrics}");
+    let (status, body) = serve.post("/v2/repository/models/hostile/load", "{}");
+    assert_eq!(status, 200, "{body}");
+    plain(&serve);
+    assert_eq!(serve.index_entry("hostile").0, "READY");
+
+    stop.store(true, Ordering::Relaxed);
+    let seen = prober.join().expect("the prober");
+    let peak = serve.peak_rss();
+    eprintln!(
+        "health: {} probes, slowest {:?}; satadd: {} right answers; peak RSS {} MiB",
+        seen.health_probes,
+        seen.slowest_health,
+        seen.good_answers,
+        peak >> 20
+    );
+    assert!(
+        seen.health_failures.is_empty() && seen.good_failures.is_empty(),
+        "{:?} {:?}",
+        seen.health_failures,
+        seen.good_failures
+    );
+    assert!(seen.health_probes > 10 && seen.good_answers > 10, "too few probes ran");
+    assert!(seen.slowest_health < Duration::from_millis(100), "health took {:?}", seen.slowest_health);
+    assert!(peak < RSS_BOUND, "peak RSS {peak} bytes");
+}
+
+/// satadd's folder as `name` in `repo`, its model.toml edited by `edit`.
+fn satadd_as(repo: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    fixture_as("satadd", repo, name, edit)
+}
+
+/// Fixture `from`'s folder as `name` in `repo`, its model.toml edited by `edit`.
+fn fixture_as(from: &str, repo: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let dir = repo.join(name);
+    copy_dir(&fixture(from), &dir);
+    let toml = dir.join("model.toml");
+    let text = std::fs::read_to_string(&toml).expect("model.toml");
+    let edited = edit(text.clone());
+    assert_ne!(text, edited, "{name}: the edit changed nothing");
+    std::fs::write(toml, edited).expect("write model.toml");
+    dir
+}
+
+/// A FIFO at `path` (nobody ever writes it: a reader waits forever).
+fn fifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).expect("a path");
+    // SAFETY: mkfifo(3) on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Model folders a careless or hostile author might write, each left out at start with a reason
+/// naming its cause, while the server starts and serves the good ones: a source outside the folder
+/// (by `..` and by an absolute path), a source named as a compiler flag, a FIFO named as a header,
+/// a FIFO included by absolute path (the compiler is killed at the build limit), a named header
+/// past the file bound (a sparse 21 GiB file), sizes no tensor or budget holds (2^32
+/// and 2^31 elements on 8 FP64 inputs). An unnamed 21 GiB file beside a good model's code is never read.
+#[test]
+fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    let sources = "sources = [\"cpu/satadd.c\"]";
+    let with_source = |s: &'static str| move |t: String| t.replace(sources, &format!("sources = [\"{s}\"]"));
+    let good = satadd_as(&repo, "satadd", |t| t.replace("Saturating", "Good saturating"));
+    let huge = std::fs::File::create(good.join("cpu/huge.bin")).expect("create");
+    huge.set_len(21 << 30).expect("a sparse 21 GiB file");
+    satadd_as(&repo, "dotdot", with_source("../satadd/cpu/satadd.c"));
+    let absolute = good.join("cpu/satadd.c").display().to_string();
+    satadd_as(&repo, "absolute", |t| t.replace(sources, &format!("sources = [\"{absolute}\"]")));
+    let flag = satadd_as(&repo, "flag", with_source("-fplugin=evil.c"));
+    std::fs::write(flag.join("-fplugin=evil.c"), "int x;").expect("write");
+    let fifo_header = satadd_as(&repo, "fifoheader", |t| {
+        t.replace(sources, &format!("{sources}\nheaders = [\"cpu/x.h\"]"))
+    });
+    fifo(&fifo_header.join("cpu/x.h"));
+    let big_header =
+        satadd_as(&repo, "bigheader", |t| t.replace(sources, &format!("{sources}\nheaders = [\"cpu/x.h\"]")));
+    std::fs::File::create(big_header.join("cpu/x.h")).and_then(|f| f.set_len(21 << 30)).expect("sparse");
+    let include = satadd_as(&repo, "fifoinclude", |t| t.replace("Saturating", "Stuck"));
+    fifo(&tmp.path().join("stuck.h"));
+    let c = include.join("cpu/satadd.c");
+    let code = std::fs::read_to_string(&c).expect("satadd.c");
+    std::fs::write(&c, format!("#include \"{}\"\n{code}", tmp.path().join("stuck.h").display()))
+        .expect("write");
+    // 8 FP64 inputs: of N x 2^32 elements, past any tensor's bound; of 2^31, past the memory budget.
+    for (name, m, shape) in [("huge_dims", 1u64 << 32, "\"N\", \"M\""), ("over_budget", 1 << 31, "\"M\"")] {
+        // The hostile fixture: CPU code only, no optional part.
+        fixture_as("hostile", &repo, name, |t| {
+            let inputs: String = (0..8)
+                .map(|i| format!("[[input]]\nname = \"x{i}\"\ndatatype = \"FP64\"\nshape = [{shape}]\n\n"))
+                .collect();
+            t.replace(
+                "N = { min = 1, max = 65536 }",
+                &format!("N = {{ min = 1, max = 65536 }}\nM = {{ min = {m}, max = {m} }}"),
+            )
+            .replace("[[input]]\nname = \"a\"", &format!("{inputs}[[input]]\nname = \"a\""))
+        });
+    }
+
+    let serve = Serve::start(&repo, &tmp.path().join("cache"), &["--build-timeout", "3s"]);
+    let (status, body) = add(serve.http, "satadd", &[1, 32767], &[2, 1]);
+    assert_eq!((status, sum(&body)), (200, vec![3, 32767]), "{body}");
+    for (model, cause) in [
+        ("dotdot", "not a plain path inside the model's folder"),
+        ("absolute", "not a plain path inside the model's folder"),
+        ("flag", "not a plain path inside the model's folder"),
+        ("fifoheader", "does not exist as a file"),
+        ("bigheader", "past the bound"),
+        ("fifoinclude", "killed after 3s"),
+        ("huge_dims", "can hold more than 2^32 elements"),
+        ("over_budget", "past this server's memory budget"),
+    ] {
+        let (state, reason) = serve.index_entry(model);
+        assert_eq!(state, "UNAVAILABLE", "{model}: {reason}");
+        assert!(reason.contains(cause), "{model}: the reason does not say '{cause}': {reason}");
+        assert!(reason.len() < 20_000, "{model}: a reason of {} bytes", reason.len());
+    }
+    assert!(serve.peak_rss() < RSS_BOUND, "peak RSS {} bytes", serve.peak_rss());
+}
