@@ -65,6 +65,7 @@ fn serve(args: &[String]) -> Result<(), String> {
             Err(e) => Err(e.to_string()),
         };
         wire::write_frame(&mut sock, &FromKernel::Done(result).encode()).map_err(io)?;
+        wire::spin_until_readable(&sock, wire::SPIN);
     }
     Ok(())
 }

@@ -150,6 +150,7 @@ impl KernelProcess {
         if let Err(e) = wire::write_frame(&mut self.sock, &self.buf) {
             return Err(self.ended(&format!("{doing}: {e}")));
         }
+        wire::spin_until_readable(&self.sock, wire::SPIN_REPLY.min(timeout));
         let _ = self.sock.set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
         match wire::read_frame(&mut self.sock, wire::REPLY_MAX, &mut self.buf) {
             Ok(true) => FromKernel::decode(&self.buf).map_err(|e| self.kill(&e.to_string())),
