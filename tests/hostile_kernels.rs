@@ -253,6 +253,22 @@ fn a_kernels_crash_spin_appetite_and_abort_fail_only_its_own_requests() {
     assert!(seen.health_probes > 10 && seen.good_answers > 10, "too few probes ran");
     assert!(seen.slowest_health < Duration::from_millis(100), "health took {:?}", seen.slowest_health);
     assert!(peak < RSS_BOUND, "peak RSS {peak} bytes");
+
+    // Unloaded, the model's series leave /metrics once its pool has ended.
+    let (status, body) = serve.post("/v2/repository/models/hostile/unload", "{}");
+    assert_eq!(status, 200, "{body}");
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut metrics = String::new();
+    while Instant::now() < until {
+        metrics = http(serve.http, "GET", "/metrics", "").1;
+        if !metrics.contains("model=\"hostile\"") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left: Vec<&str> = metrics.lines().filter(|l| l.contains("model=\"hostile\"")).collect();
+    assert!(left.is_empty(), "series of the unloaded model: {left:#?}");
+    assert!(metrics.contains("model=\"satadd\""), "{metrics}");
 }
 
 /// satadd's folder as `name` in `repo`, its model.toml edited by `edit`.

@@ -83,6 +83,22 @@ struct StateOnly {
 
 type FGauge = Gauge<f64, AtomicU64>;
 
+/// Every outcome a request is counted under (`ServeError::outcome`, and the served and cancelled).
+const OUTCOMES: [&str; 9] = [
+    "ok",
+    "missed",
+    "cancelled",
+    "invalid",
+    "unauthorized",
+    "forbidden",
+    "rejected",
+    "unavailable",
+    "failed",
+];
+
+/// What a model's kernel processes go through.
+const KERNEL_EVENTS: [&str; 3] = ["started", "crashed", "timed_out"];
+
 /// The server's metrics.
 pub struct Metrics {
     registry: Registry,
@@ -297,6 +313,52 @@ impl Metrics {
         }
     }
 
+    /// Removes every series of `model` (unloaded, its last request done).
+    pub fn forget(&self, model: &str) {
+        let m = || model.to_string();
+        let mo = ModelOnly { model: m() };
+        self.misses.remove(&mo);
+        for f in [
+            &self.queue,
+            &self.reruns,
+            &self.workers_lost,
+            &self.configurations,
+            &self.fpga_target,
+            &self.fpga_cap,
+            &self.fpga_compute_units,
+            &self.engine_cycles,
+        ] {
+            f.remove(&mo);
+        }
+        for f in [&self.configuration_seconds, &self.brownout, &self.engine_wall] {
+            f.remove(&mo);
+        }
+        let kinds = Kind::ALL.iter().map(|k| k.name()).chain(["none"]);
+        for kind in kinds {
+            for outcome in OUTCOMES {
+                self.requests.remove(&Outcome { model: m(), kind: kind.into(), outcome: outcome.into() });
+            }
+            self.latency.remove(&ModelKind { model: m(), kind: kind.into() });
+            for state in STATES {
+                self.workers.remove(&WorkerLabels {
+                    model: m(),
+                    kind: kind.into(),
+                    state: state.name().into(),
+                });
+            }
+            self.energy.remove(&EnergyLabels { model: m(), kind: kind.into(), source: "modelled".into() });
+        }
+        for verdict in ["agree", "tie", "disagree", "beyond"] {
+            self.engine_decisions.remove(&VerdictLabels { model: m(), verdict: verdict.into() });
+        }
+        for quantile in ["0.5", "0.95"] {
+            self.estimate_error.remove(&Quantile { model: m(), quantile: quantile.into() });
+        }
+        for event in KERNEL_EVENTS {
+            self.kernel_processes.remove(&KernelEvent { model: m(), event: event.into() });
+        }
+    }
+
     /// A request was refused before a pool saw it, for `reason` (an outcome label).
     pub fn refused(&self, reason: &str) {
         self.refused.get_or_create(&Reason { reason: reason.into() }).inc();
@@ -333,8 +395,7 @@ impl Metrics {
 
     /// Reads model `model`'s kernel processes' counters (isolated CPU code only).
     pub fn kernel_processes(&self, model: &str, c: &crate::repository::isolate::Counters) {
-        let events = [("started", &c.started), ("crashed", &c.crashed), ("timed_out", &c.timed_out)];
-        for (event, n) in events {
+        for (event, n) in KERNEL_EVENTS.into_iter().zip([&c.started, &c.crashed, &c.timed_out]) {
             let labels = KernelEvent { model: model.into(), event: event.into() };
             self.kernel_processes.get_or_create(&labels).set(n.load(Ordering::Relaxed) as i64);
         }

@@ -192,7 +192,7 @@ pub struct Server {
     /// The memory budget of all requests in flight.
     pub budget: Arc<Budget>,
     /// Metrics.
-    pub metrics: Metrics,
+    pub metrics: Arc<Metrics>,
     ready: AtomicBool,
     draining: AtomicBool,
     /// The worker hosts, when the pools' workers are remote.
@@ -223,7 +223,7 @@ impl Server {
             open_health,
             limits,
             budget: Budget::new(limits.memory_budget),
-            metrics: Metrics::new(),
+            metrics: Arc::new(Metrics::new()),
             ready: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             hosts: std::sync::OnceLock::new(),
@@ -329,6 +329,7 @@ impl Server {
         hosted.pool.drain();
         let retired = self.retired.clone();
         let retiring = self.retiring.clone();
+        let metrics = self.metrics.clone();
         retiring.fetch_add(1, Ordering::AcqRel);
         let spawned = std::thread::Builder::new().name("spork-retire".into()).spawn(move || {
             let name = hosted.model.name().to_string();
@@ -338,6 +339,9 @@ impl Server {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let report = Arc::try_unwrap(hosted).ok().and_then(|h| h.pool.join());
+            // Its series go with it (a model loaded again starts them anew), so names that come and
+            // go do not grow the scrape.
+            metrics.forget(&name);
             retired.lock().unwrap_or_else(PoisonError::into_inner).push((name, report));
             released(share);
             retiring.fetch_sub(1, Ordering::AcqRel);
