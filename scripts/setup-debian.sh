@@ -12,11 +12,13 @@
 #   - shellcheck: the scripts' lint (tests/scripts.rs)
 #   - libxrt-dev: the XRT headers and libxrt_coreutil that feature `xrt` binds (no board needed)
 #   - iproute2: `ip netns` for the multi-host test (worker hosts in network namespaces)
-# No protobuf-compiler: the .proto files are compiled by protox, in the build itself. Rust (1.95) and
-# Python 3.11+ (the tests' tritonclient venv, scripts/python-env.sh) are not installed here.
+#   - python3-venv: the virtual environment scripts/python-env.sh makes for the tests' tritonclient
+#     (Debian's python3 is 3.11, as numpy needs; without this package `python3 -m venv` fails)
+# No protobuf-compiler: the .proto files are compiled by protox, in the build itself. Rust (1.95) is
+# not installed here (rustup).
 set -euo pipefail
 
-PACKAGES=(cmake g++ libclang-dev verilator yosys nextpnr-ice40 iverilog shellcheck libxrt-dev iproute2)
+PACKAGES=(cmake g++ libclang-dev verilator yosys nextpnr-ice40 iverilog shellcheck libxrt-dev iproute2 python3-venv)
 
 missing() {
     local tool
@@ -25,6 +27,7 @@ missing() {
     done
     compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || return 0
     [[ -f /usr/include/xrt/xrt/xrt_device.h ]] || return 0
+    python3 -c 'import ensurepip' 2>/dev/null || return 0
     return 1
 }
 
