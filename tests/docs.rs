@@ -112,7 +112,8 @@ fn resolve(root: &Path, base: &Path, rel: &str) -> Option<PathBuf> {
     for c in Path::new(rel.trim_start_matches('/')).components() {
         match c {
             Component::ParentDir => {
-                if !out.pop() || !out.starts_with(root) {
+                out.pop();
+                if !out.starts_with(root) {
                     return None;
                 }
             }
