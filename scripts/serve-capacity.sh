@@ -6,7 +6,7 @@
 #   scripts/serve-capacity.sh [SPORK_BINARY] [SECONDS_PER_STEP] [RATES...]
 # PLATFORM=FILE passes a platform profile to the server (e.g. CPU workers that start in 100 us).
 # PRIORITY=realtime runs the server's protocol threads and CPU workers and the load generator at the
-# lowest real-time level (root or CAP_SYS_NICE; see README's Performance).
+# lowest real-time level (root or CAP_SYS_NICE; see docs/performance.md).
 # ITEMS_PER_SEC=N pins the requests' size; by default the first step's calibration is kept for every
 # later step and both schedulers (the load generator's calibration moved by up to a third between runs here).
 set -euo pipefail
@@ -45,4 +45,4 @@ print(f"{name:12} rate {rate:6.0f}/s  answered {ok}  errors {errors}  fpga {shar
   wait "$pid" || true
 done
 echo "requests sized at $ITEMS_PER_SEC items/s; nominal CPU-only limit: $(nproc) cores / 1 ms = $(( $(nproc) * 1000 )) requests/s" \
-  "(1 ms of the load generator's Rust reference; the served C kernel is faster: see README's Performance)"
+  "(1 ms of the load generator's Rust reference; the served C kernel is faster: see docs/performance.md)"

@@ -121,7 +121,7 @@ fn synth_refuses_verilog_the_simulated_model_was_not_built_from() {
 /// `spork hdl timing` places and routes the smallest design (bloom; a few seconds) on the iCE40 and
 /// records whether it fits and its achieved clock in a copy of its manifest; an unknown design is
 /// refused naming the ones there are. (The full table, dense not fitting the largest iCE40 among
-/// them, is in the README: dense's synthesis alone takes about a minute.)
+/// them, is in docs/hardware.md: dense's synthesis alone takes about a minute.)
 #[test]
 fn timing_places_and_routes_a_design_and_records_its_clock() {
     let tmp = copy_sim_dir();

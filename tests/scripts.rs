@@ -24,7 +24,9 @@ fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
         .arg(r.join("scripts/build-xclbin.sh"))
         .arg(r.join("scripts/build-afi.sh"))
         .arg(r.join("scripts/remote-bench.sh"))
-        .arg(r.join("scripts/latency-guard.sh")));
+        .arg(r.join("scripts/latency-guard.sh"))
+        .arg(r.join("scripts/setup-debian.sh"))
+        .arg(r.join(".ci/run")));
     assert!(ok, "{out}");
     let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
         "--kernel",

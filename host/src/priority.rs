@@ -3,17 +3,17 @@
 //!
 //! Why a real-time level: with the CPU workers' kernels on every core, a protocol thread woken by a
 //! request waits for a core until the running kernel's scheduler slice ends, at each of a request's
-//! wake-ups. Measured on a 2-core VM at 1,400 requests/s of 0.5 ms Sobel (README, Performance): the
-//! handler's p99 was 0.7-2.0 ms with every thread at the normal priority, whether the workers ran at
-//! nice 10, `SCHED_BATCH`, `SCHED_IDLE` or a 0.1 ms slice, and 0.2-0.4 ms with the protocol threads,
-//! the CPU workers and the load generator all at `SCHED_FIFO` 1. One level for all of them: no thread
-//! on the path is time-sliced, a kernel runs to its end, and a protocol thread that wakes behind
-//! kernels takes the next core to free and then handles everything that has come in. The protocol
-//! threads one level above the kernels (preempting them at every wake-up) measured far worse at
-//! 2,000 requests/s (p50 8.1 against 2.8-3.1 ms): twice the load generator's CPU time and the
-//! kernels cut mid-run. The real-time level alone without the workers, or without the load
-//! generator on the same machine, was worse than none: the threads left at the normal priority
-//! starve behind it.
+//! wake-ups. Measured on a 2-core VM at 1,400 requests/s of 0.5 ms Sobel (docs/performance.md,
+//! "Real-time priority"): the handler's p99 was 0.7-2.0 ms with every thread at the normal priority,
+//! whether the workers ran at nice 10, `SCHED_BATCH`, `SCHED_IDLE` or a 0.1 ms slice, and 0.2-0.4 ms
+//! with the protocol threads, the CPU workers and the load generator all at `SCHED_FIFO` 1. One
+//! level for all of them: no thread on the path is time-sliced, a kernel runs to its end, and a
+//! protocol thread that wakes behind kernels takes the next core to free and then handles everything
+//! that has come in. The protocol threads one level above the kernels (preempting them at every
+//! wake-up) measured far worse at 2,000 requests/s (p50 8.1 against 2.8-3.1 ms): twice the load
+//! generator's CPU time and the kernels cut mid-run. The real-time level alone without the workers,
+//! or without the load generator on the same machine, was worse than none: the threads left at the
+//! normal priority starve behind it.
 
 use std::fmt;
 use std::str::FromStr;

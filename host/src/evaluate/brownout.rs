@@ -419,7 +419,7 @@ mod tests {
         assert!(opt_c >= opt_d, "optional ratio cascaded {opt_c} vs dimmer {opt_d}");
     }
 
-    /// Seeds held out from the 1-5 the README reports, for choosing and checking the PI's gains.
+    /// Seeds held out from the 1-5 docs/brownout.md reports, for choosing and checking the PI's gains.
     const HELD_OUT: [u64; 5] = [6, 7, 8, 9, 10];
 
     /// Mean IAE and optional ratio of the controllers `build` makes, on the reference scenario, 20

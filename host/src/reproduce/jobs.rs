@@ -49,7 +49,7 @@ pub struct Scale {
 
 impl Scale {
     /// The paper's sizes: 10 traces per point, 2-hour traces, 1-hour MILP traces; brownout as the
-    /// README's reference table (5 seeds of 20 minutes).
+    /// reference table of docs/brownout.md (5 seeds of 20 minutes).
     pub fn full() -> Self {
         Scale {
             traces: 10,

@@ -8,7 +8,7 @@
 //! period without any.
 //!
 //! Gains `Kp = 8 requests/s`, `Ki = 7 requests/s²` (integral time 1.14 s), chosen by a grid sweep on the
-//! reference scenario, 20 minutes x seeds 6-10 (held out from the seeds 1-5 the README reports):
+//! reference scenario, 20 minutes x seeds 6-10 (held out from the seeds 1-5 docs/brownout.md reports):
 //! Kp ∈ {1, 2, 3, 4, 6, 8, 10, 15} x Ki ∈ {1, 2, 4, 7, 10, 15, 20, 30, 40}, the test
 //! `evaluate::brownout::tests::pi_gain_sweep` (`cargo test --release -p spork --lib pi_gain_sweep --
 //! --ignored --nocapture`). The IAE is set by Ki: flat within 10% of its minimum for Ki 4-10 at any Kp
