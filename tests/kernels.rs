@@ -425,3 +425,35 @@ fn built_in_kernels_in_their_vitis_wrappers_answer_as_the_reference() {
         }
     }
 }
+
+/// A user's own library is opened from a copy in the cache, keyed by its content: overwriting the
+/// model's file while it is served cannot change or crash the code the server mapped.
+#[test]
+fn a_users_library_is_opened_from_a_copy_so_overwriting_it_is_harmless() {
+    let satadd = spec::load(&fixture("satadd")).expect("satadd loads");
+    let built = CpuLibrary::build(&satadd, satadd.cpu.as_ref().expect("[cpu]")).expect("satadd builds");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("mine");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::copy(&built, dir.join("libmine.so")).expect("copy the library");
+    let toml = std::fs::read_to_string(fixture("satadd").join("model.toml")).expect("model.toml");
+    let toml = toml.replace("sources = [\"cpu/satadd.c\"]", "library = \"libmine.so\"");
+    let end = toml.find("[fpga").unwrap_or(toml.len());
+    std::fs::write(dir.join("model.toml"), &toml[..end]).expect("write");
+    let spec = spec::load(&dir).expect("the model loads");
+    let cpu = spec.cpu.as_ref().expect("[cpu]");
+    let opened = CpuLibrary::build(&spec, cpu).expect("the library is copied");
+    assert!(!opened.starts_with(&dir), "{} is the model's own file", opened.display());
+    assert_eq!(std::fs::read(&opened).expect("the copy"), std::fs::read(&built).expect("the original"));
+    let lib = CpuLibrary::load(&spec, cpu).expect("opens");
+    let mut k = lib.instance().expect("init");
+    std::fs::write(dir.join("libmine.so"), vec![0xcc; 4096]).expect("overwrite the model's library");
+    let names = spec.c_names();
+    let mut a =
+        vec![TensorBuf::zeroed(DType::Int16, &[1]).unwrap(), TensorBuf::zeroed(DType::Int16, &[1]).unwrap()];
+    a[0].set_bits(0, 2);
+    a[1].set_bits(0, 3);
+    let mut out = spec.outputs_for(&[1]);
+    k.run((&names.0, &names.1), &a, &mut out).expect("runs after the overwrite");
+    assert_eq!(out[0].show(0), "5");
+}

@@ -3,6 +3,7 @@
 //! state per worker.
 
 use std::ffi::{CStr, CString, c_char, c_void};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -115,7 +116,7 @@ impl CpuLibrary {
     /// the user's own library, not opened here.
     pub fn build(model: &ModelSpec, cpu: &CpuSpec) -> Result<PathBuf, AbiError> {
         match &cpu.code {
-            CpuCode::Library(p) => Ok(p.clone()),
+            CpuCode::Library(p) => snapshot(&model.name, p),
             CpuCode::Sources(s) => compile(&model.name, &model.dir, s, &cpu.headers),
         }
     }
@@ -260,6 +261,47 @@ fn message(err: &[c_char]) -> String {
     let bytes: Vec<u8> = err.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     let m = String::from_utf8_lossy(&bytes).trim().to_string();
     if m.is_empty() { "the kernel failed without a message".into() } else { m }
+}
+
+/// The most bytes a user's own library may hold.
+const LIBRARY_MAX: u64 = 256 << 20;
+
+/// A copy of the user's own library in the cache, keyed by its content, so that what is opened is
+/// what was checked: the model's file may be overwritten while it is served (a library rewritten
+/// under a process that mapped it can crash that process). Read once, within [`LIBRARY_MAX`].
+fn snapshot(model: &str, path: &Path) -> Result<PathBuf, AbiError> {
+    let io = |e: std::io::Error| AbiError::Io(format!("{}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() || meta.len() > LIBRARY_MAX {
+        return Err(AbiError::Io(format!(
+            "{}: not a regular file of at most {LIBRARY_MAX} bytes ({} bytes)",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path).and_then(|f| f.take(LIBRARY_MAX + 1).read_to_end(&mut bytes)).map_err(io)?;
+    if bytes.len() as u64 > LIBRARY_MAX {
+        return Err(AbiError::Io(format!("{}: grew past {LIBRARY_MAX} bytes while read", path.display())));
+    }
+    let key: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let dir = spork_sim::cache::cache_dir().join("cpu-library").join(&key);
+    let lib = dir.join(format!("libspork_user_{model}.so"));
+    if lib.is_file() {
+        return Ok(lib);
+    }
+    let scratch = dir.with_extension(format!("tmp-{}", spork_sim::cache::scratch_suffix()));
+    let written = std::fs::create_dir_all(&scratch)
+        .and_then(|()| std::fs::write(scratch.join(lib.file_name().unwrap_or_default()), &bytes));
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(AbiError::Io(format!("{}: {e}", scratch.display())));
+    }
+    if std::fs::rename(&scratch, &dir).is_err() {
+        // Another load wrote the same content first.
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    Ok(lib)
 }
 
 /// Compiles `sources` (relative to `dir`; `headers` are the files they include) into the cache,
