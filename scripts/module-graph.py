@@ -73,8 +73,10 @@ if mode is None:
     print(cycle_line)
     sys.exit(1 if c else 0)
 
-# The block: lines per module six to a row, then who imports whom.
-cells = [f"{n:6} {top:<12}" for top, n in by_size]
+# The block: lines per module (to the nearest hundred, so that it changes with the structure, not
+# with every edit) six to a row, then who imports whom.
+rounded = sorted(((top, max(100, round(n, -2))) for top, n in lines.items()), key=lambda kv: (-kv[1], kv[0]))
+cells = [f"{n:6} {top:<12}" for top, n in rounded]
 grid = ["".join(cells[i:i + 6]).rstrip() for i in range(0, len(cells), 6)]
 block = "\n".join([BEGIN, "```", *grid, *imports, cycle_line, "```", END])
 
