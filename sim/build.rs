@@ -30,6 +30,7 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/shim.cpp");
+    println!("cargo:rerun-if-changed=src/fatal.cpp");
     println!("cargo:rerun-if-changed=src/verilate.rs");
     println!("cargo:rerun-if-changed={}", rtl.join("lint.vlt").display());
 

@@ -457,3 +457,48 @@ fn a_users_library_is_opened_from_a_copy_so_overwriting_it_is_harmless() {
     k.run((&names.0, &names.1), &a, &mut out).expect("runs after the overwrite");
     assert_eq!(out[0].show(0), "5");
 }
+
+/// A design that runs `$fatal` or `$stop` (here on a trigger input) fails that run with the
+/// message, instead of aborting the process that simulates it (the server under `--board sim`);
+/// a fresh instance then runs the next request right.
+#[test]
+fn an_rtl_stop_or_fatal_fails_its_run_not_the_process() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("satadd");
+    fixtures::copy_dir(&fixture("satadd"), &dir);
+    let v = dir.join("rtl/satadd.v");
+    let text = std::fs::read_to_string(&v).expect("satadd.v");
+    let hook = "    always @(posedge ap_clk) begin\n        if (s_axis_tvalid && s_axis_tready && a == 16'd4951) \
+                $fatal(1, \"hostile: trigger %0d\", b);\n        if (s_axis_tvalid && s_axis_tready && a == 16'd4952) \
+                $stop;\n    end\n\nendmodule";
+    let hostile = text.replacen("endmodule", hook, 1);
+    assert_ne!(text, hostile);
+    std::fs::write(&v, hostile).expect("write");
+    let spec = spec::load(&dir).expect("the model loads");
+    let kernel = spork::repository::kernel::RepoKernel::load(spec, true).expect("verilates");
+    let rtl = kernel.rtl.as_ref().expect("its RTL");
+    let run = |a0: i16| {
+        let mut axis = rtl.instance().expect("an instance");
+        let p = kernel.payload(vec![int16(&[a0, 1, 2]), int16(&[7, 1, 2])]).expect("binds");
+        let mut out = kernel.outputs(&p);
+        rtl.run(&mut axis, &p.inputs, &p.dims, &mut out, &[])
+            .map(|_| out[0].show(0))
+            .map_err(|e| e.to_string())
+    };
+    let fatal = run(4951).expect_err("the design ran $fatal");
+    // Verilator prints $fatal's message, then stops the design at its line.
+    assert!(fatal.contains("design stopped: Verilog $stop at rtl/satadd.v:"), "{fatal}");
+    let stop = run(4952).expect_err("the design ran $stop");
+    assert!(stop.contains("design stopped: Verilog $stop at rtl/satadd.v:"), "{stop}");
+    assert_ne!(fatal, stop, "each names its own line");
+    assert_eq!(run(5).expect("a plain request"), "12");
+}
+
+/// An INT16 tensor of `v`.
+fn int16(v: &[i16]) -> TensorBuf {
+    let mut t = TensorBuf::zeroed(DType::Int16, &[v.len() as u64]).expect("fits");
+    for (i, x) in v.iter().enumerate() {
+        t.set_bits(i, *x as u16 as u64);
+    }
+    t
+}

@@ -127,6 +127,9 @@ impl Axis {
         let data: Vec<u64> = input.iter().map(|b| b.data).collect();
         let last: Vec<bool> = input.iter().map(|b| b.last).collect();
         let moved = self.inst.stream(&self.ports, &data, &last, expected, ready, PATIENCE);
+        if let Some(why) = self.inst.failed() {
+            return Err(SimError::Stopped { model: self.model.clone(), why });
+        }
         if moved.got != expected || moved.sent != input.len() {
             return Err(SimError::Stream {
                 model: self.model.clone(),

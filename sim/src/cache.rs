@@ -74,7 +74,10 @@ fn runtime(tools: &Toolchain) -> Result<PathBuf, SimError> {
     if built.is_file() {
         return Ok(built);
     }
-    let tag = hex(&Sha256::digest(format!("{}\n{}", tools.version, tools.cxx.display())))[..16].to_string();
+    let tag =
+        hex(&Sha256::digest(format!("{}\n{}\n{}", tools.version, tools.cxx.display(), verilate::FATAL)))
+            [..16]
+            .to_string();
     let dir = cache_dir().join("runtime").join(tag);
     let lib = dir.join("libspork_verilated.so");
     if lib.is_file() {

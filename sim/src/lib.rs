@@ -50,6 +50,11 @@ pub enum SimError {
          in {cycles} cycles, then stopped (check its TREADY/TVALID handshake and TLAST)"
     )]
     Stream { model: String, sent: usize, offered: usize, got: usize, expected: usize, cycles: u64 },
+    #[error(
+        "the {model} design stopped: {why}\n  fix: the design ran $stop or $fatal (its message is on the \
+         server's stdout), or the simulator failed; this run fails, the next gets a fresh instance"
+    )]
+    Stopped { model: String, why: String },
     #[error(transparent)]
     Verilate(#[from] verilate::VerilateError),
 }

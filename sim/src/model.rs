@@ -49,6 +49,7 @@ struct Api {
     get: unsafe extern "C" fn(*mut c_void, u32) -> u64,
     cycles: unsafe extern "C" fn(*mut c_void, u32, u64),
     stream: StreamFn,
+    failed: unsafe extern "C" fn(*mut c_void) -> *const c_char,
 }
 
 /// `spork_model_stream` (see `shim.cpp`).
@@ -162,6 +163,7 @@ impl Model {
             get: symbol(&lib, path, "spork_model_get")?,
             cycles: symbol(&lib, path, "spork_model_cycles")?,
             stream: symbol(&lib, path, "spork_model_stream")?,
+            failed: symbol(&lib, path, "spork_model_failed")?,
         };
         let text = |p: *const c_char| {
             // SAFETY: the shim returns pointers to static NUL-terminated strings (or null).
@@ -340,6 +342,15 @@ impl Instance {
         out_last.truncate(got);
         let last = out_last.into_iter().map(|l| l != 0).collect();
         Moved { data: out, last, sent: moved[0] as usize, got: moved[1] as usize, cycles }
+    }
+
+    /// Why the instance stopped for good (the design ran `$stop` or `$fatal`, or the Verilator
+    /// runtime failed): every later call does nothing. `None` while it runs.
+    pub fn failed(&self) -> Option<String> {
+        // SAFETY: `handle` is live; the shim returns null or a NUL-terminated string the instance
+        // owns, copied here before any other call.
+        let p = unsafe { (self.model.api.failed)(self.handle) };
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     }
 
     /// Clock periods run since instantiation.

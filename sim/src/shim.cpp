@@ -3,11 +3,16 @@
 // SPORK_PORTS(X), one X(index, member, "name", width, is_input) per port, read from the header.
 // Each instance owns its VerilatedContext, so instances on different threads share no state.
 #include <cstdint>
+#include <exception>
+#include <string>
 
 namespace {
 struct Instance {
     VerilatedContext context;
     SPORK_MODEL top;
+    // Set once a $stop, $fatal or runtime error threw out of the design (see fatal.cpp): the
+    // instance is then dead, and every call returns at once.
+    std::string failed;
     Instance() : context(), top(&context, "top") {}
 };
 
@@ -32,11 +37,31 @@ void* spork_model_new() { return new Instance(); }
 
 void spork_model_free(void* m) {
     Instance* inst = static_cast<Instance*>(m);
-    inst->top.final();
+    if (inst->failed.empty()) {
+        try {
+            inst->top.final();
+        } catch (const std::exception&) {
+        }
+    }
     delete inst;
 }
 
-void spork_model_eval(void* m) { static_cast<Instance*>(m)->top.eval(); }
+// Why the instance is dead (a $stop, $fatal or runtime error), or null while it lives.
+const char* spork_model_failed(void* m) {
+    Instance* inst = static_cast<Instance*>(m);
+    return inst->failed.empty() ? nullptr : inst->failed.c_str();
+}
+
+void spork_model_eval(void* m) {
+    Instance* inst = static_cast<Instance*>(m);
+    if (!inst->failed.empty()) return;
+    try {
+        inst->top.eval();
+    } catch (const std::exception& e) {
+        inst->failed = e.what();
+        if (inst->failed.empty()) inst->failed = "the design stopped";
+    }
+}
 
 #define SPORK_SET(i, member, name, width, input) \
     case i:                                      \
@@ -100,6 +125,7 @@ uint64_t spork_model_stream(void* m, const uint32_t* p, const uint64_t* in, cons
         spork_model_set(m, p[CLK], 1);
         spork_model_eval(m);
         ++c;
+        if (spork_model_failed(m)) break;
         sent += accepted;
         idle = (accepted || produced) ? 0 : idle + 1;
         if (idle > patience || got > n_out) break;
@@ -120,6 +146,7 @@ void spork_model_cycles(void* m, uint32_t clock, uint64_t cycles) {
         spork_model_eval(m);
         spork_model_set(m, clock, 0);
         spork_model_eval(m);
+        if (spork_model_failed(m)) return;
     }
 }
 }

@@ -13,6 +13,9 @@ use std::process::Command;
 /// The shim every model is compiled with: its C ABI (`spork_model_*`).
 pub const SHIM: &str = include_str!("shim.cpp");
 
+/// The runtime's `$stop` and `$fatal`, which throw to the shim instead of aborting the process.
+pub const FATAL: &str = include_str!("fatal.cpp");
+
 /// What can go wrong verilating and compiling a design.
 #[derive(Debug)]
 pub enum VerilateError {
@@ -95,13 +98,17 @@ impl Toolchain {
         c
     }
 
-    /// Compiles the Verilator runtime into `dir/libspork_verilated.so` (once: every model links it).
+    /// Compiles the Verilator runtime (its `$stop` and `$fatal` throwing, not aborting: `fatal.cpp`) into `dir/libspork_verilated.so` (once: every model links it).
     pub fn build_runtime(&self, dir: &Path) -> Result<PathBuf, VerilateError> {
         let lib = dir.join("libspork_verilated.so");
+        let fatal = dir.join("spork_fatal.cpp");
+        fs::write(&fatal, FATAL).map_err(io(&fatal))?;
         let mut cmd = self.compiler();
-        cmd.arg("-shared")
+        cmd.args(["-DVL_USER_FATAL", "-DVL_USER_STOP"])
+            .arg("-shared")
             .arg("-o")
             .arg(&lib)
+            .arg(&fatal)
             .arg(self.include.join("verilated.cpp"))
             .arg(self.include.join("verilated_threads.cpp"))
             .arg("-pthread");

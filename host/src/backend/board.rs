@@ -128,9 +128,14 @@ impl Backend for SimBoardSlot {
                 let t = kernel.bound(t).map_err(BackendError::Kernel)?;
                 let mut outputs = kernel.outputs(&t);
                 let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
-                rtl.run(axis, &t.inputs, &t.dims, &mut outputs, &[])
-                    .map(|c| (Output::Tensors(outputs), c))
-                    .map_err(kernel_err)
+                let ran = rtl.run(axis, &t.inputs, &t.dims, &mut outputs, &[]);
+                if matches!(ran, Err(spork_sim::SimError::Stopped { .. }))
+                    && let Ok(fresh) = rtl.instance()
+                {
+                    // A $stop or $fatal ended the instance: the next request gets a fresh one.
+                    *axis = fresh;
+                }
+                ran.map(|c| (Output::Tensors(outputs), c)).map_err(kernel_err)
             }
             (None, _) => Err(BackendError::NotConfigured),
             _ => Err(BackendError::Kernel("the payload is for another kernel than the one loaded".into())),
