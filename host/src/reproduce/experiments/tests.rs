@@ -70,7 +70,7 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
         ids(),
         [
             "batching", "boards", "brownout", "cus", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6",
-            "fig7", "gaps", "release", "sizes", "table8", "table9"
+            "fig7", "gaps", "release", "sizes", "speedup", "table8", "table9"
         ]
     );
 }
