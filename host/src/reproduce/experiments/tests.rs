@@ -176,8 +176,8 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
     assert_eq!(
         order,
         [
-            "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "cus", "deadline", "sizes",
-            "batching", "brownout", "gaps", "table9", "table8"
+            "fig2", "fig3", "fig4", "fig5", "fig6", "speedup", "release", "fig7", "boards", "cus",
+            "deadline", "sizes", "batching", "brownout", "gaps", "table9", "table8"
         ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
