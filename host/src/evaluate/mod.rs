@@ -205,14 +205,8 @@ fn report(platform: &Platform, plan: &Plan, outcome: &Outcome) -> Report {
     let mut report =
         Report::new(plan.scheduler.to_string(), plan.dispatcher().name().to_string(), platform, outcome);
     report.brownout = plan.brownout.map(|b| b.controller.name().to_string());
-    report.fpga_never_pays = never_pays(platform, plan);
+    report.fpga_never_pays = plan.scheduler.fpga_never_pays(platform);
     report
-}
-
-/// Why a hybrid scheduler held no board: none pays at its objective on `platform`.
-fn never_pays(platform: &Platform, plan: &Plan) -> Option<crate::policy::objective::NeverPays> {
-    let s = plan.scheduler;
-    (s.fleet().fpga && s.fleet().cpu).then(|| s.objective().never_pays(platform)).flatten()
 }
 
 #[cfg(test)]
