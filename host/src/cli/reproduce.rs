@@ -26,7 +26,7 @@ pub struct Args {
     alibaba: Option<PathBuf>,
     /// Only these experiments, comma-separated: fig2, fig3, fig4, fig5, fig6, fig7, table8, table9, and
     /// beyond the paper: boards (three applications sharing scarce boards), cus (compute units per
-    /// board at a fixed board count), release, deadline, sizes, batching (the cost of a board invocation
+    /// board at a fixed board count), speedup (boards from 0.1x to 8x a CPU: an FPGA only where it pays), release, deadline, sizes, batching (the cost of a board invocation
     /// and dynamic batching), brownout (the controllers on the brownout papers' reference scenario), gaps (the
     /// numbers over 15%: each likely cause changed alone).
     #[arg(long, value_delimiter = ',')]

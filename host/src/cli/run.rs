@@ -421,6 +421,9 @@ fn print_notes(runs: &[RunReport]) -> anyhow::Result<()> {
          modelled from the profile's power and prices: this machine has no power sensor for them."
     );
     for r in runs {
+        if let Some(n) = r.fpga_never_pays {
+            out!("{}: held no FPGA: {}", r.scheduler, n.describe(&r.kernel));
+        }
         if r.meters.is_empty() {
             out!("{}: no power sensor found (no RAPL, no Alveo board): energy is modelled only", r.scheduler);
         }

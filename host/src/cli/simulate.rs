@@ -151,6 +151,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 r.scheduler, b.batches, b.mean_size, b.requests, r.requests
             );
         }
+        for (r, n) in reports.iter().filter_map(|r| r.fpga_never_pays.map(|n| (r, n))) {
+            eprintln!("{}: held no FPGA: {}", r.scheduler, n.describe("this workload"));
+        }
         eprintln!("evaluated {} scheduler(s) in {:.1} s", reports.len(), started.elapsed().as_secs_f64());
     }
     Ok(())

@@ -162,10 +162,32 @@ pub fn evaluate_shared<W: Workload>(
     boards: Option<u32>,
     sharing: Sharing,
 ) -> Vec<Report> {
+    evaluate_shared_at(platform, workloads, &[], plan, boards, sharing)
+}
+
+/// [`evaluate_shared`] with each application's own board speedup: `speedups[i]` for application
+/// `i` (the platform's where the slice ends). The boards' powers and prices are the machine's; how
+/// fast a board runs an application's kernel is that application's, so its allocator, its bids for
+/// shared boards and its report all use its own S.
+pub fn evaluate_shared_at<W: Workload>(
+    platform: &Platform,
+    workloads: &[W],
+    speedups: &[f64],
+    plan: &Plan,
+    boards: Option<u32>,
+    sharing: Sharing,
+) -> Vec<Report> {
+    let platforms: Vec<Platform> = (0..workloads.len())
+        .map(|i| {
+            let mut p = *platform;
+            p.fpga.speedup = speedups.get(i).copied().unwrap_or(p.fpga.speedup);
+            p
+        })
+        .collect();
     let shared = boards.map(|n| SharedBoards::new(n, workloads.len(), sharing));
     let engines = (0..workloads.len())
         .map(|i| {
-            let mut e = Engine::new(*platform, plan, &oracle(platform, &workloads[i], plan));
+            let mut e = Engine::new(platforms[i], plan, &oracle(&platforms[i], &workloads[i], plan));
             if let Some(s) = &shared {
                 e.share_boards(s.handle(i));
             }
@@ -176,13 +198,14 @@ pub fn evaluate_shared<W: Workload>(
     let traces = workloads.iter().map(Workload::requests).collect();
     let mut sinks = vec![(); workloads.len()];
     let outcomes = replay_shared(engines, traces, horizon, &mut sinks);
-    outcomes.iter().map(|o| report(platform, plan, o)).collect()
+    outcomes.iter().zip(&platforms).map(|(o, p)| report(p, plan, o)).collect()
 }
 
 fn report(platform: &Platform, plan: &Plan, outcome: &Outcome) -> Report {
     let mut report =
         Report::new(plan.scheduler.to_string(), plan.dispatcher().name().to_string(), platform, outcome);
     report.brownout = plan.brownout.map(|b| b.controller.name().to_string());
+    report.fpga_never_pays = plan.scheduler.fpga_never_pays(platform);
     report
 }
 
@@ -190,8 +213,66 @@ fn report(platform: &Platform, plan: &Plan, outcome: &Outcome) -> Report {
 mod tests {
     use super::*;
     use crate::model::time::from_secs;
-    use crate::policy::Scheduler;
+    use crate::policy::{Objective, Scheduler};
     use crate::trace::Synthetic;
+
+    fn at_speedup(s: f64) -> Platform {
+        let mut p = Platform::default();
+        p.fpga.speedup = s;
+        p
+    }
+
+    /// Below S = 1/3 at the paper's powers a board loses even fully used: SporkE, SporkC and SporkB
+    /// hold none, say so in the report, and spend what CPU-dynamic spends (within 2%).
+    #[test]
+    fn where_a_board_loses_spork_holds_none_and_spends_what_cpus_alone_spend() {
+        let trace = Synthetic { duration: from_secs(900.0), ..Synthetic::paper_default(7) }
+            .generate()
+            .expect("trace");
+        let platform = at_speedup(0.19);
+        let cpus = evaluate(&platform, &trace, &Plan::new(Scheduler::CpuDynamic));
+        for o in [Objective::ENERGY, Objective::COST, Objective::BALANCED] {
+            let r = evaluate(&platform, &trace, &Plan::new(Scheduler::Spork(o)));
+            assert_eq!(r.fpga.spin_ups, 0, "{}", r.scheduler);
+            let never = r.fpga_never_pays.expect("the report says why");
+            assert!((never.speedup - 0.19).abs() < 1e-12 && never.needs >= 1.0 / 3.0 - 1e-12, "{never:?}");
+            assert!(
+                (r.energy_j / cpus.energy_j - 1.0).abs() < 0.02,
+                "{}: {} vs {}",
+                r.scheduler,
+                r.energy_j,
+                cpus.energy_j
+            );
+        }
+        // Where it pays, the report says nothing of it.
+        let paying = evaluate(&at_speedup(2.0), &trace, &Plan::new(Scheduler::Spork(Objective::ENERGY)));
+        assert!(paying.fpga_never_pays.is_none() && paying.fpga.spin_ups > 0);
+    }
+
+    /// Shared boards with a speedup per application: the application whose boards lose never gets
+    /// one, however many are free; the other gets what it wants.
+    #[test]
+    fn shared_boards_go_only_to_the_application_they_pay_for() {
+        let traces: Vec<RateTrace> = (1..=2)
+            .map(|seed| {
+                Synthetic { duration: from_secs(600.0), ..Synthetic::paper_default(seed) }
+                    .generate()
+                    .expect("trace")
+            })
+            .collect();
+        let plan = Plan::new(Scheduler::Spork(Objective::ENERGY));
+        let reports = evaluate_shared_at(
+            &Platform::default(),
+            &traces,
+            &[0.19, 2.0],
+            &plan,
+            Some(1000),
+            Sharing::Arbitrate,
+        );
+        assert_eq!(reports[0].fpga.spin_ups, 0);
+        assert!(reports[0].fpga_never_pays.is_some());
+        assert!(reports[1].fpga.spin_ups > 0 && reports[1].fpga_never_pays.is_none());
+    }
 
     /// FPGA-static's search (headrooms 0 and 1, then the boards a run at the largest headroom used)
     /// settles on the headroom and the run that doubling and bisection find: short and long requests,

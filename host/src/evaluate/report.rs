@@ -3,6 +3,7 @@
 use crate::engine::Outcome;
 use crate::model::platform::ideal_fpga_only;
 use crate::model::{EnergySplit, Kind, Platform, time::to_secs};
+use crate::policy::objective::NeverPays;
 use serde::Serialize;
 
 /// Energy, cost and activity of one worker type.
@@ -95,6 +96,10 @@ pub struct Report {
     /// With dynamic batching, the batches booked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<Batches>,
+    /// A hybrid scheduler on a platform where no board pays at its objective, even fully used: it
+    /// held none, and these are the figures that say why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fpga_never_pays: Option<NeverPays>,
 }
 
 /// What dynamic batching did in a run.
@@ -171,6 +176,7 @@ impl Report {
                 requests,
                 mean_size: ratio(requests as f64, batches as f64),
             }),
+            fpga_never_pays: None,
         }
     }
 }

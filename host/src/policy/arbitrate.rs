@@ -55,6 +55,12 @@ impl Value {
         }
     }
 
+    /// Whether a board this pool uses fully saves it anything: a pool whose boards lose even then
+    /// (its speedup too low for the objective's rates) is never granted one.
+    pub fn pays(&self) -> bool {
+        self.board_s * self.per_busy_s - self.idle > 0.0
+    }
+
     /// What the pool's `k`-th board (from 1) saves it in an interval, when it holds `held` already.
     /// Positive exactly when the board's share of the work exceeds Algorithm 1's breakeven threshold
     /// (for a board it holds).
@@ -77,22 +83,24 @@ pub struct Bid {
     pub value: Value,
 }
 
-/// Boards granted to each bid: at most its want, `boards` at most in all. When the wants fit, each
-/// bid gets its want; otherwise boards go one at a time to the largest next saving (ties: a board
-/// the pool holds already, then the earlier bid).
+/// Boards granted to each bid: at most its want, `boards` at most in all, none to a pool whose
+/// boards do not pay even fully used ([`Value::pays`]). When the wants fit, each bid gets its want;
+/// otherwise boards go one at a time to the largest next saving (ties: a board the pool holds
+/// already, then the earlier bid).
 pub fn arbitrate(boards: u32, bids: &[Bid]) -> Vec<u32> {
-    let wanted: u64 = bids.iter().map(|b| u64::from(b.want)).sum();
+    let want = |b: &Bid| if b.value.pays() { b.want } else { 0 };
+    let wanted: u64 = bids.iter().map(|b| u64::from(want(b))).sum();
     if wanted <= u64::from(boards) {
-        return bids.iter().map(|b| b.want).collect();
+        return bids.iter().map(want).collect();
     }
     let mut grants = vec![0u32; bids.len()];
     let mut heap: BinaryHeap<Next> =
-        bids.iter().enumerate().filter(|(_, b)| b.want > 0).map(|(i, b)| Next::of(i, b, 1)).collect();
+        bids.iter().enumerate().filter(|(_, b)| want(b) > 0).map(|(i, b)| Next::of(i, b, 1)).collect();
     for _ in 0..boards {
         let Some(next) = heap.pop() else { break };
         grants[next.pool] += 1;
         let bid = &bids[next.pool];
-        if grants[next.pool] < bid.want {
+        if grants[next.pool] < want(bid) {
             heap.push(Next::of(next.pool, bid, grants[next.pool] + 1));
         }
     }
@@ -290,6 +298,24 @@ mod tests {
         assert_eq!(arbitrate(1, &[bid(1, 1, 3.5), bid(1, 0, 10.0)]), vec![0, 1]);
         // Equal savings: the holder keeps it.
         assert_eq!(arbitrate(1, &[bid(1, 0, 10.0), bid(1, 1, 9.0)]), vec![0, 1]);
+    }
+
+    #[test]
+    fn a_pool_whose_boards_lose_never_gets_one_and_the_faster_model_gets_them_first() {
+        // Default powers (CPU 150 W, FPGA 50/20 W): a board pays above S = 1/3.
+        let pool = |s: f64, work_s: f64, want: u32| {
+            let mut p = Platform::default();
+            p.fpga.speedup = s;
+            Bid { want, held: 0, value: Value::of(&Objective::ENERGY, &p, work_s) }
+        };
+        let slow = pool(0.19, 100.0, 10);
+        assert!(!slow.value.pays());
+        assert_eq!(arbitrate(20, &[slow, pool(2.0, 30.0, 3)]), vec![0, 3], "plenty of boards");
+        // Scarce boards, equal work: the model with the larger S saves more per second on each.
+        let (fast, slower) = (pool(4.0, 30.0, 3), pool(0.5, 30.0, 3));
+        assert!(fast.value.gain(1, 0) > slower.value.gain(1, 0));
+        assert_eq!(arbitrate(3, &[slower, fast]), vec![0, 3]);
+        assert_eq!(arbitrate(4, &[slower, fast]), vec![1, 3]);
     }
 
     #[test]

@@ -27,6 +27,22 @@ pub struct Rates {
     pub fpga_idle: f64,
 }
 
+/// A platform on which no board pays at the objective, even fully used: its allocator holds none.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct NeverPays {
+    /// The board's speedup over a CPU worker.
+    pub speedup: f64,
+    /// The speedup above which a fully used board would pay.
+    pub needs: f64,
+}
+
+impl NeverPays {
+    /// The run report's line for `what` (a model's or a trace's name).
+    pub fn describe(&self, what: &str) -> String {
+        format!("FPGA never pays for {what} at S = {:.2}: it needs S > {:.2}", self.speedup, self.needs)
+    }
+}
+
 impl Objective {
     /// SporkE: energy only.
     pub const ENERGY: Objective = Objective { energy: 1.0, cost: 0.0 };
@@ -70,6 +86,38 @@ impl Objective {
         if denom <= 0.0 { f64::INFINITY } else { ts * r.fpga_idle / denom }
     }
 
+    /// What a fully used board saves per second over the CPUs that would do its work, in the
+    /// objective's units: `N*S*cpu_busy - (fpga_idle + N*(fpga_busy - fpga_idle))` for a board of N
+    /// compute units, `S*cpu_busy - fpga_busy` for the paper's one. Boards are held only where this
+    /// is positive; it is positive exactly when the breakeven is below a board's capacity, which is
+    /// how [`crate::policy::needed_fpgas`] applies it.
+    pub fn full_board_saving(&self, platform: &Platform) -> f64 {
+        let r = self.rates(platform);
+        let n = f64::from(platform.fpga_compute_units());
+        n * platform.fpga.speedup * r.cpu_busy - (r.fpga_idle + n * (r.fpga_busy - r.fpga_idle))
+    }
+
+    /// Whether a fully used board costs less than CPUs at this objective (see
+    /// [`Self::full_board_saving`]).
+    pub fn board_pays(&self, platform: &Platform) -> bool {
+        self.full_board_saving(platform) > 0.0
+    }
+
+    /// The speedup a board needs to pay when fully used: `(fpga_idle + N*(fpga_busy - fpga_idle)) /
+    /// (N*cpu_busy)`, `fpga_busy / cpu_busy` for a one-CU board (1/3 at the paper's powers).
+    pub fn paying_speedup(&self, platform: &Platform) -> f64 {
+        let r = self.rates(platform);
+        let n = f64::from(platform.fpga_compute_units());
+        (r.fpga_idle + n * (r.fpga_busy - r.fpga_idle)) / (n * r.cpu_busy)
+    }
+
+    /// `Some` when no board ever pays on `platform` at this objective: the figures a run report
+    /// states ("FPGA never pays ... it needs S > ...").
+    pub fn never_pays(&self, platform: &Platform) -> Option<NeverPays> {
+        (!self.board_pays(platform))
+            .then(|| NeverPays { speedup: platform.fpga.speedup, needs: self.paying_speedup(platform) })
+    }
+
     /// The work, in FPGA-seconds, an FPGA spun up for a burst must take over from CPUs to pay its
     /// spin-up (charged at the busy rate): `spin_up * B_f / (S * B_c - B_f)`. Infinite when an FPGA
     /// never saves over a CPU.
@@ -105,6 +153,25 @@ mod tests {
         // 2 * 150 - 50 = 250 J: 2 s of work.
         let p = Platform::default();
         assert!((Objective::ENERGY.spin_up_pays_after_secs(&p) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_full_board_pays_above_a_third_at_the_paper_powers() {
+        // CPU 150 W busy, FPGA 50 W busy, 20 W idle: a full board pays when S x 150 > 50.
+        let at = |s: f64| {
+            let mut p = Platform::default();
+            p.fpga.speedup = s;
+            p
+        };
+        assert!((Objective::ENERGY.paying_speedup(&at(2.0)) - 1.0 / 3.0).abs() < 1e-12);
+        assert!(!Objective::ENERGY.board_pays(&at(0.333)));
+        assert!(Objective::ENERGY.board_pays(&at(0.334)));
+        let never = Objective::ENERGY.never_pays(&at(0.19)).map(|n| n.describe("polyscan"));
+        assert_eq!(never.as_deref(), Some("FPGA never pays for polyscan at S = 0.19: it needs S > 0.33"));
+        assert_eq!(Objective::ENERGY.never_pays(&at(0.34)), None);
+        // Cost: a board's price over a CPU's, 0.982 / 0.668 = 1.47.
+        assert!((Objective::COST.paying_speedup(&at(2.0)) - 0.982 / 0.668).abs() < 1e-12);
+        assert!(!Objective::COST.board_pays(&at(1.0)) && Objective::COST.board_pays(&at(1.5)));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::allocator::{
 };
 use super::dispatch::{DispatcherKind, Fleet};
 use super::fleet::Surplus;
-use super::objective::Objective;
+use super::objective::{NeverPays, Objective};
 use crate::model::{Platform, platform::KeepIdle};
 use std::fmt;
 use std::str::FromStr;
@@ -112,6 +112,16 @@ impl Scheduler {
             Scheduler::MarkIdeal => Objective::COST,
             _ => Objective::ENERGY,
         }
+    }
+
+    /// `Some` when it would hold boards beside CPUs (a hybrid fleet) but none pays on `platform` at
+    /// its objective, even fully used: it holds none, and the run report says why with these figures.
+    pub fn fpga_never_pays(&self, platform: &Platform) -> Option<NeverPays> {
+        let fleet = self.fleet();
+        if !(fleet.cpu && fleet.fpga) {
+            return None;
+        }
+        self.objective().never_pays(platform)
     }
 
     /// Whether it needs the trace's per-interval demand in advance.

@@ -284,7 +284,7 @@ mod tests {
         let e = ids(&["fig3", "table9prod"]).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown experiment 'table9prod': expected batching, boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, gaps, release, sizes, table8 or table9"
+            "unknown experiment 'table9prod': expected batching, boards, brownout, cus, deadline, fig2, fig3, fig4, fig5, fig6, fig7, gaps, release, sizes, speedup, table8 or table9"
         );
     }
 }

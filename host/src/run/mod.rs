@@ -110,6 +110,7 @@ pub fn run_on(mut cfg: RunConfig, clock: Clock) -> Result<RunReport, RunError> {
         pool,
         meters: meters.readings(),
         evaluator: predicted.map(|o| Prediction::from_outcome(&o, &cfg.pool.platform)),
+        fpga_never_pays: cfg.pool.plan.scheduler.fpga_never_pays(&cfg.pool.platform),
     })
 }
 

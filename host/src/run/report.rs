@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::prediction::Prediction;
 use crate::live::PoolReport;
+use crate::policy::objective::NeverPays;
 
 /// One power sensor's energy over the run.
 #[derive(Clone, Debug, Serialize)]
@@ -34,6 +35,9 @@ pub struct RunReport {
     /// (absent with `--no-compare`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evaluator: Option<Prediction>,
+    /// Its scheduler would hold boards, but none pays at the measured speedup: it held none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fpga_never_pays: Option<NeverPays>,
 }
 
 /// A run's report reads as its pool's, which is most of it.

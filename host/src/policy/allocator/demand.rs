@@ -5,8 +5,15 @@ use crate::model::{Platform, Time, time::to_secs};
 /// Algorithm 1's NeededFPGAs: boards that would have served `work_s` FPGA-seconds in one interval,
 /// each serving `board_s` of them (the interval, times its compute units), rounding the remainder up
 /// only when it exceeds the breakeven threshold.
+///
+/// One rule for every board, full or not: a board is worth holding only for more work than the
+/// breakeven. A fully used board serves `board_s`, so when even that does not exceed the breakeven
+/// (`S x rate(CPU busy) <= rate(FPGA busy)` for a one-CU board, see
+/// [`crate::policy::objective::Objective::board_pays`]) no board pays and the count is 0: the
+/// paper's Algorithm 1 holds `floor(work / T_s)` boards whatever they cost, which spends more than
+/// CPUs alone once a board is slow enough.
 pub fn needed_fpgas(work_s: f64, board_s: f64, breakeven_s: f64) -> u32 {
-    if work_s.is_nan() || work_s <= 0.0 {
+    if work_s.is_nan() || work_s <= 0.0 || breakeven_s >= board_s {
         return 0;
     }
     let full = (work_s / board_s).floor();
@@ -81,6 +88,10 @@ mod tests {
         assert_eq!(needed_fpgas(1.1, 10.0, 1.0), 1);
         assert_eq!(needed_fpgas(21.0, 10.0, 1.0), 2);
         assert_eq!(needed_fpgas(21.5, 10.0, 1.0), 3);
-        assert_eq!(needed_fpgas(25.0, 10.0, f64::INFINITY), 2);
+        // A board that does not pay even fully used is never held.
+        assert_eq!(needed_fpgas(25.0, 10.0, f64::INFINITY), 0);
+        assert_eq!(needed_fpgas(25.0, 10.0, 10.0), 0);
+        assert_eq!(needed_fpgas(25.0, 10.0, 9.99), 2);
+        assert_eq!(needed_fpgas(29.995, 10.0, 9.99), 3);
     }
 }

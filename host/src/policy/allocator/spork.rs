@@ -315,6 +315,70 @@ mod tests {
         assert_eq!(a.predict(3, 4), 1);
     }
 
+    /// The counts `objective`'s allocator plans on `platform` over `intervals` of steady work
+    /// (`work_s` FPGA-seconds per interval, all of it run on CPUs).
+    fn plans(objective: Objective, platform: &Platform, work_s: f64, intervals: usize) -> Vec<u32> {
+        let mut a = SporkAllocator::new(objective, platform);
+        let cpu = crate::model::time::from_secs(work_s * platform.fpga.speedup);
+        (1..=intervals)
+            .map(|index| a.plan(&IntervalStats { index, fpga_work: 0, cpu_work: cpu, fpgas_allocated: 0 }))
+            .collect()
+    }
+
+    fn at_speedup(s: f64) -> Platform {
+        let mut p = Platform::default();
+        p.fpga.speedup = s;
+        p
+    }
+
+    #[test]
+    fn no_board_below_a_third_at_the_paper_powers_and_boards_above() {
+        // CPU 150 W busy, FPGA 50 W busy, 20 W idle: a full board pays when S x 150 > 50.
+        for s in [0.1, 0.19, 0.3, 0.333] {
+            assert!(plans(Objective::ENERGY, &at_speedup(s), 90.5, 8).iter().all(|&n| n == 0), "S = {s}");
+        }
+        for s in [0.334, 0.5, 2.0] {
+            let p = plans(Objective::ENERGY, &at_speedup(s), 90.5, 8);
+            assert!(p.iter().skip(3).all(|&n| n == 9), "S = {s}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn cost_and_weighted_objectives_gate_at_their_own_speedup() {
+        // Cost: a board pays above 0.982 / 0.668 = 1.47; balanced between the two.
+        assert!(plans(Objective::COST, &at_speedup(1.46), 90.5, 8).iter().all(|&n| n == 0));
+        assert!(plans(Objective::COST, &at_speedup(1.48), 90.5, 8).iter().skip(3).all(|&n| n == 9));
+        let b = Objective::BALANCED.paying_speedup(&Platform::default());
+        assert!(b > 1.0 / 3.0 && b < 1.47, "{b}");
+        assert!(plans(Objective::BALANCED, &at_speedup(b * 0.99), 90.5, 8).iter().all(|&n| n == 0));
+        assert!(plans(Objective::BALANCED, &at_speedup(b * 1.01), 90.5, 8).iter().skip(3).all(|&n| n == 9));
+    }
+
+    proptest::proptest! {
+        /// Whatever the powers, prices, compute units and speedup: the allocator holds boards for a
+        /// heavy steady load exactly when a fully used board pays at its objective.
+        #[test]
+        fn boards_are_held_exactly_where_a_full_board_pays(
+            s in 0.05..8.0f64,
+            cpu_w in 20.0..300.0f64,
+            busy_w in 5.0..200.0f64,
+            idle_frac in 0.0..1.0f64,
+            cus in 1..5u32,
+            energy in 0.0..=1.0f64,
+        ) {
+            let mut p = at_speedup(s);
+            p.cpu.busy_power_w = cpu_w;
+            p.fpga.busy_power_w = busy_w;
+            p.fpga.idle_power_w = busy_w * idle_frac;
+            p.fpga.compute_units = cus;
+            let o = Objective::weighted(energy).unwrap_or(Objective::ENERGY);
+            // Skip the knife edge, where the two forms may round apart.
+            proptest::prop_assume!(o.full_board_saving(&p).abs() > 1e-9);
+            let held = plans(o, &p, 20.5 * p.board_capacity_s(), 6).last().copied().unwrap_or(0);
+            proptest::prop_assert_eq!(held > 0, o.board_pays(&p), "held {}", held);
+        }
+    }
+
     #[test]
     fn plan_updates_histogram_two_intervals_apart_and_caches() {
         let mut a = energy();

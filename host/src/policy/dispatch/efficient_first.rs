@@ -97,3 +97,36 @@ impl EfficientFirst {
         self.fleet.fpga && job.latest_start(Kind::Fpga).is_some_and(|ls| ready <= ls)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Platform;
+    use crate::model::time::from_secs;
+
+    /// Where a 10 ms request due in 100 ms goes with an idle board of speedup `s` and an idle CPU,
+    /// its services priced as the engine prices them (the board's own speed).
+    fn placed_kind(s: f64) -> Kind {
+        let mut platform = Platform::default();
+        platform.fpga.speedup = s;
+        let mut pool = Pool::new();
+        pool.prewarm(Kind::Fpga, 0, 1);
+        pool.prewarm(Kind::Cpu, 0, 1);
+        let size = from_secs(0.01);
+        let job = Job {
+            deadline: from_secs(0.1),
+            service: [platform.cpu.service(size), platform.fpga.service(size)],
+        };
+        match EfficientFirst::new(Fleet::HYBRID, platform.fpga.spin_up).place(&pool, &job, 0) {
+            Placement::Assign(unit) => pool.worker(unit.worker).kind,
+            Placement::SpinUp(kind) => panic!("spun up a {kind:?} with both workers idle"),
+        }
+    }
+
+    #[test]
+    fn a_board_too_slow_for_the_deadline_is_passed_over() {
+        // At S = 0.2 the board takes 50 ms: in time. At S = 0.09 it takes 111 ms: past the deadline.
+        assert_eq!(placed_kind(0.2), Kind::Fpga);
+        assert_eq!(placed_kind(0.09), Kind::Cpu);
+    }
+}

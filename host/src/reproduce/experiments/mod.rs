@@ -16,6 +16,7 @@ mod fig7;
 mod gaps;
 mod release;
 mod sizes;
+mod speedup;
 mod table8;
 mod table9;
 
@@ -33,6 +34,7 @@ pub use fig7::Fig7;
 pub use gaps::Gaps;
 pub use release::Release;
 pub use sizes::Sizes;
+pub use speedup::Speedup;
 pub use table8::Table8;
 pub use table9::Table9;
 
@@ -42,10 +44,10 @@ use crate::model::Platform;
 use crate::trace::SizeSpec;
 
 /// Every experiment, in the order of the report (and of `claims.json`).
-pub fn all() -> [&'static dyn Experiment; 16] {
+pub fn all() -> [&'static dyn Experiment; 17] {
     [
-        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes, &Batch,
-        &Brownout, &Gaps, &Table9, &Table8,
+        &Fig2, &Fig3, &Fig4, &Fig5, &Fig6, &Speedup, &Release, &Fig7, &Boards, &Cus, &Deadline, &Sizes,
+        &Batch, &Brownout, &Gaps, &Table9, &Table8,
     ]
 }
 

@@ -70,7 +70,7 @@ fn ids_and_folders_are_unique_and_each_experiment_owns_its_id() {
         ids(),
         [
             "batching", "boards", "brownout", "cus", "deadline", "fig2", "fig3", "fig4", "fig5", "fig6",
-            "fig7", "gaps", "release", "sizes", "table8", "table9"
+            "fig7", "gaps", "release", "sizes", "speedup", "table8", "table9"
         ]
     );
 }
@@ -176,8 +176,8 @@ fn the_report_order_lists_synthetic_experiments_before_production() {
     assert_eq!(
         order,
         [
-            "fig2", "fig3", "fig4", "fig5", "fig6", "release", "fig7", "boards", "cus", "deadline", "sizes",
-            "batching", "brownout", "gaps", "table9", "table8"
+            "fig2", "fig3", "fig4", "fig5", "fig6", "speedup", "release", "fig7", "boards", "cus",
+            "deadline", "sizes", "batching", "brownout", "gaps", "table9", "table8"
         ]
     );
     let production: BTreeSet<&str> = all().iter().filter(|e| e.uses_production()).map(|e| e.id()).collect();
