@@ -473,3 +473,31 @@ impl Metrics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `forget` removes the series of every outcome a request can be counted under: the list it
+    /// walks holds each label the error mapping gives.
+    #[test]
+    fn every_outcome_label_is_one_forget_removes() {
+        for status in 100..600 {
+            let o = crate::serve::error::outcome_of_http(status);
+            assert!(OUTCOMES.contains(&o), "HTTP {status} is counted as '{o}', not in OUTCOMES");
+        }
+        for code in 0..17 {
+            let o = crate::serve::error::outcome_of_grpc(tonic::Code::from(code));
+            assert!(OUTCOMES.contains(&o), "gRPC code {code} is counted as '{o}', not in OUTCOMES");
+        }
+        let m = Metrics::new();
+        m.request("x", Some(Kind::Cpu), "ok", Some(0.001), true);
+        m.request("x", None, "cancelled", None, false);
+        m.queue("x", 1);
+        let before = m.render(std::iter::empty(), None);
+        assert!(before.contains("model=\"x\""), "{before}");
+        m.forget("x");
+        let after = m.render(std::iter::empty(), None);
+        assert!(!after.contains("model=\"x\""), "{after}");
+    }
+}

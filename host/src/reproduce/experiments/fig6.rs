@@ -1,7 +1,6 @@
 //! Figure 6: the sensitivity schedulers across FPGA speedup and busy power, at burstiness 0.6.
 
-use super::sensitivity_jobs;
-use crate::model::Platform;
+use super::{sensitivity_jobs, speed_and_power};
 use crate::reproduce::aggregate::Table;
 use crate::reproduce::charts::efficiency_and_cost;
 use crate::reproduce::claims::{At, Claim, Measure, SIM_CAUSE, pick, ratio, value};
@@ -88,17 +87,12 @@ impl Experiment for Fig6 {
     }
 
     fn jobs(&self, inputs: &Inputs) -> Vec<Job> {
-        let mut jobs = Vec::new();
-        for speedup in SPEEDUPS {
-            for busy in BUSY_W {
-                let mut platform = Platform::default();
-                platform.fpga.speedup = speedup;
-                platform.fpga.busy_power_w = busy;
-                let at = [("fpga_speedup", speedup), ("fpga_busy_w", busy)];
-                jobs.extend(sensitivity_jobs("fig6", &at, &inputs.scale, platform, 0.6, SizeSpec::Short));
-            }
-        }
-        jobs
+        speed_and_power(&SPEEDUPS, &BUSY_W)
+            .into_iter()
+            .flat_map(|(platform, at)| {
+                sensitivity_jobs("fig6", &at, &inputs.scale, platform, 0.6, SizeSpec::Short)
+            })
+            .collect()
     }
 
     fn charts(&self, _folder: &str, t: &Table) -> Vec<Chart> {

@@ -63,6 +63,21 @@ pub fn ids() -> Vec<&'static str> {
     ids
 }
 
+/// The default platform at each FPGA speedup and busy power, with its point's coordinates
+/// (`fpga_speedup`, `fpga_busy_w`): the grid of Figure 6 and of the speedup sweep.
+fn speed_and_power(speedups: &[f64], busy_w: &[f64]) -> Vec<(Platform, [(&'static str, f64); 2])> {
+    let mut points = Vec::new();
+    for &speedup in speedups {
+        for &busy in busy_w {
+            let mut platform = Platform::default();
+            platform.fpga.speedup = speedup;
+            platform.fpga.busy_power_w = busy;
+            points.push((platform, [("fpga_speedup", speedup), ("fpga_busy_w", busy)]));
+        }
+    }
+    points
+}
+
 /// The four sensitivity schedulers on every synthetic trace of one point (Figures 5 to 7).
 fn sensitivity_jobs(
     folder: &'static str,

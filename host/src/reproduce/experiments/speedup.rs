@@ -7,7 +7,7 @@
 //! of the best of CPU-dynamic, FPGA-static and FPGA-dynamic at every speedup up to 2 (above, the
 //! notes give the figures: it is not, as before this rule), and SporkC's cost at every speedup.
 
-use crate::model::Platform;
+use super::speed_and_power;
 use crate::model::platform::table6::FPGA_BUSY_W_ALTERNATIVES as BUSY_W;
 use crate::policy::{Objective, Scheduler};
 use crate::reproduce::aggregate::Table;
@@ -57,17 +57,11 @@ impl Experiment for Speedup {
     fn jobs(&self, inputs: &Inputs) -> Vec<Job> {
         let scale = &inputs.scale;
         let mut jobs = Vec::new();
-        for speedup in SPEEDUPS {
-            for busy in BUSY_W {
-                let mut platform = Platform::default();
-                platform.fpga.speedup = speedup;
-                platform.fpga.busy_power_w = busy;
-                let at = at(speedup, busy);
-                for trace in 0..scale.traces {
-                    for s in schedulers() {
-                        let source = synthetic(scale, 0.6, SizeSpec::Short, trace);
-                        jobs.push(sim("speedup", &at, trace, platform, source, s, None));
-                    }
+        for (platform, at) in speed_and_power(&SPEEDUPS, &BUSY_W) {
+            for trace in 0..scale.traces {
+                for s in schedulers() {
+                    let source = synthetic(scale, 0.6, SizeSpec::Short, trace);
+                    jobs.push(sim("speedup", &at, trace, platform, source, s, None));
                 }
             }
         }
@@ -161,16 +155,12 @@ fn near_best(t: &Table, series: &str, metric: Metric, what: &str, speedups: &[f6
 /// SporkE and SporkC spin up no board where a fully used one would not pay.
 fn no_board_where_none_pays(t: &Table) -> Check {
     let mut held = Vec::new();
-    for s in SPEEDUPS {
-        for w in BUSY_W {
-            let mut platform = Platform::default();
-            platform.fpga.speedup = s;
-            platform.fpga.busy_power_w = w;
-            for (name, o) in [("SporkE", Objective::ENERGY), ("SporkC", Objective::COST)] {
-                let ups = t.get(name, &at(s, w), FpgaSpinUps.key()).unwrap_or(f64::NAN);
-                if !o.board_pays(&platform) && ups != 0.0 {
-                    held.push(format!("{name} at S {s}, {w} W: {ups} spin-ups"));
-                }
+    for (platform, at) in speed_and_power(&SPEEDUPS, &BUSY_W) {
+        let (s, w) = (platform.fpga.speedup, platform.fpga.busy_power_w);
+        for (name, o) in [("SporkE", Objective::ENERGY), ("SporkC", Objective::COST)] {
+            let ups = t.get(name, &at, FpgaSpinUps.key()).unwrap_or(f64::NAN);
+            if !o.board_pays(&platform) && ups != 0.0 {
+                held.push(format!("{name} at S {s}, {w} W: {ups} spin-ups"));
             }
         }
     }
