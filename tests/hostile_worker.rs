@@ -49,6 +49,10 @@ enum Misbehaviour {
     Silent,
     /// Describes itself with another worker API version.
     OtherVersion,
+    /// Says its board is an emulation (answers the reference's own), then answers wrong values.
+    ClaimsReference,
+    /// Answers a small job with 4 MiB.
+    Bloated,
 }
 
 /// A lease the fake granted.
@@ -83,7 +87,8 @@ impl Fake {
         let output = match self.how {
             Misbehaviour::Short => shorter(right),
             Misbehaviour::WrongKind => other_kind(&right),
-            Misbehaviour::WrongValues => altered(right),
+            Misbehaviour::WrongValues | Misbehaviour::ClaimsReference => altered(right),
+            Misbehaviour::Bloated => Output::Magnitudes(vec![7; 4 << 20]),
             _ => right,
         };
         let mut r = pb::JobResult {
@@ -183,7 +188,8 @@ impl Worker for Fake {
         let fpga = req.kind == pb::SlotKind::Fpga as i32;
         let image = KernelImage::new(kernel, req.image_seed);
         self.leases.lock().unwrap().insert(lease, Granted { session: req.session, fpga, image });
-        Ok(Response::new(pb::ConfigureReply { lease, ..Default::default() }))
+        let reference = self.how == Misbehaviour::ClaimsReference;
+        Ok(Response::new(pb::ConfigureReply { lease, reference, ..Default::default() }))
     }
 
     type RunStream = Results;
@@ -268,12 +274,18 @@ impl FakeHost {
 
 /// A scheduler's hosts: the one at `addr`, every answer audited, jobs bounded by `job_timeout`.
 fn hosts(addr: SocketAddr, job_timeout: Duration) -> Hosts {
+    hosts_with(addr, job_timeout, |_| {})
+}
+
+/// As [`hosts`], with `f` changing the configuration.
+fn hosts_with(addr: SocketAddr, job_timeout: Duration, f: impl FnOnce(&mut RemoteConfig)) -> Hosts {
     let mut cfg = RemoteConfig::new(vec![addr.to_string().parse().unwrap()], None, false);
     cfg.health_every = Duration::from_millis(50);
     cfg.health_timeout = Duration::from_millis(300);
     cfg.misses = 2;
     cfg.job_timeout = job_timeout;
     cfg.audit_one_in = 1;
+    f(&mut cfg);
     Hosts::start(cfg).expect("hosts")
 }
 
@@ -314,8 +326,18 @@ fn up(hosts: &Hosts, addr: SocketAddr) -> bool {
 /// refused and the host quarantined (still down after several health checks it answers); returns
 /// why, with the job's payload.
 fn refused(how: Misbehaviour, kind: Kind, kernel: Kernel) -> (String, Payload, Hosts) {
+    refused_with(how, kind, kernel, |_| {})
+}
+
+/// As [`refused`], the scheduler's hosts configured by `f`.
+fn refused_with(
+    how: Misbehaviour,
+    kind: Kind,
+    kernel: Kernel,
+    f: impl FnOnce(&mut RemoteConfig),
+) -> (String, Payload, Hosts) {
     let fake = FakeHost::start(how);
-    let hosts = hosts(fake.addr, Duration::from_secs(5));
+    let hosts = hosts_with(fake.addr, Duration::from_secs(5), f);
     let (payload, done) = one_job(&hosts, kind, kernel);
     let why = match done {
         Err(BackendError::BadAnswer(why)) => why,
@@ -340,8 +362,8 @@ fn an_honest_host_is_served_and_audited() {
         assert_eq!(done.output, image.reference(&payload).unwrap());
         assert_eq!(done.device.is_some(), kind == Kind::Fpga, "board time on boards only");
     }
-    // The CPU slot's answer is audited; a real board's are all checked by its worker.
-    assert_eq!(hosts.answers_audited(), 1);
+    // The CPU slot's answer is audited (one in one here), the board's as every board answer is.
+    assert_eq!(hosts.answers_audited(), 2);
     assert_eq!((hosts.answer_mismatches(), hosts.bad_answers(), hosts.job_timeouts()), (0, 0, 0));
     assert!(up(&hosts, fake.addr));
 }
@@ -371,6 +393,36 @@ fn an_answer_that_differs_from_the_reference_is_caught_by_the_audit() {
     let (why, _, hosts) = refused(Misbehaviour::WrongValues, Kind::Cpu, Kernel::Dense);
     assert!(why.contains("differs from the reference"), "{why}");
     assert_eq!((hosts.answers_audited(), hosts.answer_mismatches()), (1, 1));
+}
+
+#[test]
+fn a_host_that_calls_its_board_the_reference_is_still_checked_on_every_answer() {
+    // No sampling at all: only the rule that every board answer is checked can catch it.
+    let (why, _, hosts) =
+        refused_with(Misbehaviour::ClaimsReference, Kind::Fpga, Kernel::Sobel, |c| c.audit_one_in = 0);
+    assert!(why.contains("differs from the reference"), "{why}");
+    assert_eq!((hosts.answers_audited(), hosts.answer_mismatches()), (1, 1));
+}
+
+#[test]
+fn an_answer_past_its_jobs_bound_is_refused_before_it_is_read() {
+    let (why, _, hosts) = refused(Misbehaviour::Bloated, Kind::Cpu, Kernel::Sobel);
+    assert!(why.contains("more than its job's answer can take") && why.contains("too large"), "{why}");
+    assert_eq!(hosts.bad_answers(), 1);
+}
+
+#[test]
+fn a_job_whose_answer_cannot_fit_the_hosts_decode_budget_is_refused_naming_both_sizes() {
+    let fake = FakeHost::start(Misbehaviour::Honest);
+    let hosts = hosts_with(fake.addr, Duration::from_secs(5), |c| c.decode_per_host = 8 << 10);
+    let (payload, done) = one_job(&hosts, Kind::Cpu, Kernel::Sobel);
+    let why = match done {
+        Err(BackendError::Kernel(why)) => why,
+        other => panic!("not refused: {other:?}"),
+    };
+    let need = payload.answer_wire_max().to_string();
+    assert!(why.contains(&need) && why.contains("8192 bytes one worker host"), "{why}");
+    assert!(up(&hosts, fake.addr), "our own bound, not the host's fault");
 }
 
 #[test]

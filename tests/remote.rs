@@ -60,6 +60,54 @@ fn host(tls: Option<TlsFiles>) -> RunningHost {
     .expect("the worker host starts")
 }
 
+/// Copies Spork's own model folder `name` to `to`, with one C comment added: the same model by its
+/// name, another by its digest.
+fn altered_copy(name: &str, to: &std::path::Path) {
+    let from = spork::repository::own::dir().expect("written to the cache").join(name);
+    let copy = std::process::Command::new("cp").arg("-r").arg(&from).arg(to).status().expect("cp");
+    assert!(copy.success());
+    let c = to.join("cpu").join(format!("{name}.c"));
+    let text = std::fs::read_to_string(&c).expect("its C source");
+    std::fs::write(&c, format!("{text}\n/* another build */\n")).expect("write");
+}
+
+#[test]
+fn a_host_whose_model_of_that_name_is_other_code_refuses_the_lease_naming_both_digests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    altered_copy("sobel", &dir.path().join("sobel"));
+    let spec = spork::repository::spec::load(&dir.path().join("sobel")).expect("loads");
+    let theirs = Arc::new(RepoKernel::load(spec, false).expect("builds"));
+    let ours = own("sobel");
+    assert_ne!(theirs.digest, ours.digest);
+    let h = worker_host::start(HostConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        probe: None,
+        tls: None,
+        insecure: false,
+        offer: Offer {
+            cpu: 1,
+            fpga: 0,
+            boards: HashMap::new(),
+            platform: Platform::default(),
+            lease_timeout: Duration::from_secs(10),
+            models: HashMap::from([("sobel".to_string(), theirs.clone())]),
+        },
+        board: "model".into(),
+    })
+    .expect("the worker host starts");
+    let hosts = hosts(h.addr, None);
+    let mut slot = RemoteSlot::new(Kind::Cpu, hosts.clone(), &CAL, Duration::ZERO);
+    let e = slot.configure(&KernelImage::repo(ours.clone())).expect_err("another build of sobel");
+    let e = e.to_string();
+    for part in [theirs.digest.as_str(), ours.digest.as_str(), "deploy the same model folder"] {
+        assert!(e.contains(part), "{part} missing from: {e}");
+    }
+    // The host's own build is leased as usual.
+    let mut slot = RemoteSlot::new(Kind::Cpu, hosts, &CAL, Duration::ZERO);
+    slot.configure(&KernelImage::repo(theirs)).expect("the same digest");
+    h.stop();
+}
+
 fn hosts(addr: std::net::SocketAddr, tls: Option<(TlsFiles, String)>) -> Hosts {
     let mut cfg = RemoteConfig::new(vec![addr.to_string().parse().unwrap()], tls, false);
     cfg.health_every = Duration::from_millis(50);
@@ -205,11 +253,14 @@ fn a_remote_slot_serves_like_a_local_worker_and_is_lost_with_its_host() {
     slot.on_lost(Box::new(move |why| *seen.lock().unwrap() = Some(why)));
     let configured = slot.configure(&image).expect("configured");
     assert!(configured.measured > Duration::ZERO, "the network round trip is measured");
-    assert!(slot.is_reference(), "a model board's answers are the reference's");
+    // The host says its board is an emulation whose answers are the reference's own; the scheduler
+    // holds every board answer to the reference anyway (a host cannot opt out of checking).
+    assert!(slot.checks_answers() && !slot.is_reference());
     let payload = image.payload(2000, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(2));
     let done = slot.submit(&payload).expect("answered");
     assert_eq!(done.output, image.reference(&payload).unwrap());
     assert!(done.device.is_some_and(|(cycles, _)| cycles > 0), "the board's cycles come back");
+    assert_eq!(hosts.answers_audited(), 1, "the board answer was checked here");
     assert_eq!(hosts.snapshot().0[0].leased.fpga, 1);
     h.stop();
     // The host is gone: within a few health checks the lease is reported lost, and a job fails as

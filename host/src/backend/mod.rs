@@ -204,6 +204,11 @@ pub trait Backend: Send {
     fn is_reference(&self) -> bool {
         false
     }
+    /// Whether it holds each of its answers to the reference itself before returning it (a remote
+    /// slot: every board answer, whatever its host claims), so its worker does not check it again.
+    fn checks_answers(&self) -> bool {
+        false
+    }
     /// Whether its device times leave out the host link (an emulated or simulated board): the
     /// worker runner then adds the modelled link's cost to each job. A real board's times include
     /// its own.

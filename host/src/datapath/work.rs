@@ -67,6 +67,27 @@ impl Payload {
         })
     }
 
+    /// The most bytes its answer can take in the worker API's encoding (each value at its widest
+    /// varint, each tensor's shape and header, 4 KiB for the rest of the message): what a remote
+    /// host may send back for it, refused before it is decoded when larger.
+    pub fn answer_wire_max(&self) -> u64 {
+        const VARINT: u64 = 10;
+        let values = |n: usize, per: usize| (n * per) as u64 * VARINT;
+        let body = match self {
+            Payload::Image { .. } | Payload::Documents(_) => self.expected().map_or(0, |(_, n)| values(n, 1)),
+            Payload::Vectors(v) => values(v.len(), NEURONS),
+            Payload::Tensors(t) => t
+                .outputs
+                .iter()
+                .map(|(d, shape)| {
+                    let elements = shape.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
+                    elements.saturating_mul(d.size() as u64).saturating_add(32 + VARINT * shape.len() as u64)
+                })
+                .fold(0u64, u64::saturating_add),
+        };
+        body.saturating_add(4096)
+    }
+
     /// Whether `out` can be this payload's answer: its kind and length as [`Payload::expected`] says.
     /// The one rule every worker's answer is held to before a client sees it (a remote host's
     /// answer is not trusted to agree with its job).

@@ -264,7 +264,7 @@ fn message(err: &[c_char]) -> String {
 }
 
 /// The most bytes a user's own library may hold.
-const LIBRARY_MAX: u64 = 256 << 20;
+pub(crate) const LIBRARY_MAX: u64 = 256 << 20;
 
 /// A copy of the user's own library in the cache, keyed by its content, so that what is opened is
 /// what was checked: the model's file may be overwritten while it is served (a library rewritten

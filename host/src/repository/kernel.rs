@@ -31,6 +31,9 @@ pub enum LoadError {
     /// The RTL was refused.
     #[error(transparent)]
     Rtl(#[from] RtlError),
+    /// A file model.toml names cannot be read for the model's digest.
+    #[error("{0}\n  fix: every file model.toml names must be a readable regular file within its bound")]
+    Unreadable(String),
     /// Its kernel process did not start, or its library did not open or initialise there.
     #[error("{model}: {reason}")]
     Process {
@@ -122,6 +125,8 @@ pub struct RepoKernel {
     input_names: Arc<[String]>,
     /// Its verilated RTL, when loaded for the simulated board.
     pub rtl: Option<Rtl>,
+    /// Its folder's digest ([`super::digest`]): what a worker host's lease names it by.
+    pub digest: String,
 }
 
 impl std::fmt::Debug for RepoKernel {
@@ -134,6 +139,7 @@ impl RepoKernel {
     /// Loads `spec`'s CPU code, and its RTL when `sim` (the simulated board will run it).
     pub fn load(spec: ModelSpec, sim: bool) -> Result<RepoKernel, LoadError> {
         let cpu_spec = spec.cpu.as_ref().ok_or_else(|| LoadError::NoCpu(spec.name.clone()))?;
+        let digest = super::digest::digest(&spec).map_err(LoadError::Unreadable)?;
         let cpu = Cpu::load(&spec, cpu_spec)?;
         let rtl = if sim {
             let s = spec.sim.as_ref().ok_or_else(|| LoadError::NoSim(spec.name.clone()))?;
@@ -143,7 +149,7 @@ impl RepoKernel {
         };
         let names = spec.c_names();
         let input_names = spec.inputs.iter().map(|t| t.name.clone()).collect();
-        Ok(RepoKernel { spec, cpu, names, input_names, rtl })
+        Ok(RepoKernel { spec, cpu, names, input_names, rtl, digest })
     }
 
     /// The model's name.

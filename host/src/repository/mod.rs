@@ -9,6 +9,7 @@
 //!   tensors-to-beats packing.
 //! - [`isolate`]: a model's CPU code in kernel processes of its own (the default), so its crash or
 //!   hang fails its own requests only.
+//! - [`digest`]: a model folder's identity across worker hosts.
 //! - [`check`]: `spork kernel check`, the RTL co-simulated against the CPU code.
 //! - [`kernel`]: a model ready to serve ([`kernel::RepoKernel`]); [`tensor`]: aligned tensors.
 //! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default; [`vitis`]: a
@@ -17,6 +18,7 @@
 mod batch;
 pub mod check;
 pub mod cpu;
+pub mod digest;
 mod file;
 pub mod isolate;
 pub mod kernel;

@@ -209,8 +209,9 @@ impl Metrics {
         let host_answers = Family::<StateOnly, Gauge>::default();
         registry.register(
             "worker_host_answers",
-            "Worker hosts' answers checked: audited (sampled against the reference), mismatched (of those), \
-             bad (wrong kind or length, impossible device time), timed_out (never answered)",
+            "Worker hosts' answers checked: audited (held to the reference: every board answer, one in 32 CPU \
+             answers), mismatched (of those), bad (wrong kind or length, impossible device time, past \
+             its decode bound), timed_out (never answered)",
             host_answers.clone(),
         );
         registry.register(

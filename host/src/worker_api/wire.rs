@@ -19,9 +19,10 @@ pub mod pb {
 /// The worker API's version. A scheduler and a worker host speak only their own: a message that
 /// changes meaning between versions would change answers silently, so a mismatch is refused at
 /// Describe (and on health checks). 0 is a peer older than the versioned API; 2 is the first
-/// versioned one (jobs carry their session, leases are random tokens bound to it). Bump it with any
-/// change to what a message means.
-pub const API_VERSION: u32 = 2;
+/// versioned one (jobs carry their session, leases are random tokens bound to it); 3 names a
+/// repository model by its folder's digest and no longer lets a host's `reference` claim spare its
+/// board answers from checking. Bump it with any change to what a message means.
+pub const API_VERSION: u32 = 3;
 
 /// This build's spork version, named beside the API version so a refusal says what to install.
 pub const SPORK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -199,7 +199,7 @@ impl Slots {
             Ok(pb::SlotKind::Fpga) => Kind::Fpga,
             _ => return Err(LeaseError::Invalid(format!("slot kind {} is neither CPU nor FPGA", req.kind))),
         };
-        let (image, fpga_board) = self.image(&req.kernel)?;
+        let (image, fpga_board) = self.image(&req.kernel, &req.model_digest)?;
         let calibration = Calibration {
             items_per_sec: req.items_per_sec,
             clock_hz: req.clock_hz,
@@ -236,8 +236,8 @@ impl Slots {
     }
 
     /// The image a lease of model `name` runs and the board its FPGA slots use (an error if this
-    /// host has none for it).
-    fn image(&self, name: &str) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
+    /// host has none for it, or if its folder of that name is not the one of `digest`, when given).
+    fn image(&self, name: &str, digest: &str) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
         let model = self.offer.models.get(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
             LeaseError::Invalid(format!(
@@ -245,6 +245,14 @@ impl Slots {
                  (fix: start the worker with --model-repository DIR holding it)"
             ))
         })?;
+        if !digest.is_empty() && digest != model.digest {
+            let shown: String = digest.chars().take(64).collect();
+            return Err(LeaseError::Invalid(format!(
+                "this host's model {name} is not the scheduler's: its folder's digest is {} here and {shown} \
+                 there (fix: deploy the same model folder to the scheduler and every worker host)",
+                model.digest
+            )));
+        }
         let board = self.offer.boards.get(name).cloned().ok_or_else(|| {
             LeaseError::Invalid(format!(
                 "this host has no board image for {name} (fix: start it with --xclbin {name}=FILE or --agfi \

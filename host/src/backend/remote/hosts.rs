@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use super::source::Source;
@@ -32,6 +32,10 @@ pub const JOB_TIMEOUT: Duration = Duration::from_secs(10);
 /// One remote answer in this many is held to the reference here (see [`RemoteConfig::audit_one_in`]):
 /// about 3% more reference work on this machine for the slots whose answers nothing else checks.
 pub const AUDIT_ONE_IN: u32 = 32;
+
+/// The most answer bytes one worker host may have in flight to this scheduler at once, over all
+/// the slots leased on it (see [`RemoteConfig::decode_per_host`]).
+pub const DECODE_PER_HOST: u64 = 256 << 20;
 
 /// How long a quarantined host (a job unanswered, or an answer its job cannot have) stays down
 /// whatever it answers: long enough that it does not take a slot, hang or spoil a job and come back
@@ -63,6 +67,11 @@ pub struct RemoteConfig {
     /// One answer in this many from a CPU slot or an emulated board (whose answers nothing else
     /// checks) is compared with the reference here; a difference quarantines the host. 0: none.
     pub audit_one_in: u32,
+    /// The most bytes of answers one host may have in flight at once, however many slots it
+    /// claims: each job holds its stream's decode bound (at least its answer's largest encoding,
+    /// [`crate::datapath::work::Payload::answer_wire_max`]) from this budget until answered, and a
+    /// message past its stream's bound is refused before it is read.
+    pub decode_per_host: u64,
 }
 
 impl RemoteConfig {
@@ -79,6 +88,7 @@ impl RemoteConfig {
             resolve_every: Duration::from_secs(5),
             job_timeout: JOB_TIMEOUT,
             audit_one_in: AUDIT_ONE_IN,
+            decode_per_host: DECODE_PER_HOST,
         }
     }
 }
@@ -126,6 +136,8 @@ struct Host {
     held_until: Option<Instant>,
     /// Why it is refused (a worker API version skew), as last logged.
     refused: Option<String>,
+    /// Its answers' decode budget in KiB ([`RemoteConfig::decode_per_host`]).
+    decode: Arc<Semaphore>,
 }
 
 /// A slot reserved on a host for a lease being configured.
@@ -134,6 +146,8 @@ pub(super) struct Reserved {
     pub client: WorkerClient<Channel>,
     /// Changes if the host goes down meanwhile.
     pub downs: watch::Receiver<u64>,
+    /// The host's answer budget in KiB, shared by its slots.
+    pub decode: Arc<Semaphore>,
 }
 
 impl Host {
@@ -338,6 +352,11 @@ impl Hosts {
         self.inner.cfg.job_timeout
     }
 
+    /// See [`RemoteConfig::decode_per_host`].
+    pub(super) fn decode_per_host(&self) -> u64 {
+        self.inner.cfg.decode_per_host
+    }
+
     /// See [`RemoteConfig::audit_one_in`].
     pub(super) fn audit_one_in(&self) -> u32 {
         self.inner.cfg.audit_one_in
@@ -350,7 +369,12 @@ impl Hosts {
         let addr = placement::pick_host(free)?;
         let host = st.hosts.get_mut(&addr)?;
         host.claimed[kind] += 1;
-        Some(Reserved { addr, client: host.client.clone(), downs: host.downs.subscribe() })
+        Some(Reserved {
+            addr,
+            client: host.client.clone(),
+            downs: host.downs.subscribe(),
+            decode: host.decode.clone(),
+        })
     }
 
     /// Undoes [`Hosts::reserve`] for a lease that was not configured.
@@ -606,6 +630,7 @@ impl Hosts {
                 downs: watch::channel(0).0,
                 held_until: None,
                 refused: None,
+                decode: Arc::new(Semaphore::new(kib(self.inner.cfg.decode_per_host) as usize)),
             };
             self.lock().hosts.insert(addr, host);
         }
@@ -633,7 +658,8 @@ impl Hosts {
             }
             None => plaintext_allowed(addr, self.inner.cfg.insecure)?,
         }
-        Ok(WorkerClient::new(endpoint.connect_lazy()).max_decoding_message_size(256 << 20))
+        // Health and configure replies are small; a job stream sets its own bound (see `slot.rs`).
+        Ok(WorkerClient::new(endpoint.connect_lazy()).max_decoding_message_size(1 << 20))
     }
 
     /// One health check of every host, at once; a host answering for the first time is described.
@@ -671,6 +697,11 @@ impl Hosts {
             self.on_health(addr, answer);
         }
     }
+}
+
+/// `bytes` in whole KiB, rounded up: the unit of a host's decode budget (a semaphore's permits).
+pub(super) fn kib(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 /// Reports a lease lost, once.

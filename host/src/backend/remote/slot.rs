@@ -7,18 +7,21 @@
 //! A host's answer is not trusted: every job waits at most its bound (a fixed allowance plus a
 //! multiple of its expected time), past which the host is quarantined as stuck and the job lost;
 //! an answer must be of the job's kind and length ([`Payload::expects`]) with a board time within
-//! the same bound; and one in [`super::RemoteConfig::audit_one_in`] of the answers nothing else
-//! checks is held to the reference here. An answer that fails is never given to a client: the job
-//! fails as [`BackendError::BadAnswer`] (its request re-runs elsewhere) and the host is quarantined.
+//! the same bound; every board answer is held to the reference here, as a local board's is (a
+//! host's claim that its board is an emulation whose answers are the reference's own does not
+//! change that), and one in [`super::RemoteConfig::audit_one_in`] of a CPU slot's. An answer that
+//! fails is never given to a client: the job fails as [`BackendError::BadAnswer`] (its request
+//! re-runs elsewhere) and the host is quarantined.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tonic::Streaming;
 use tonic::transport::Channel;
 
-use super::hosts::{Counts, Hosts, LostNotify, Reserved};
+use super::hosts::{Counts, Hosts, LostNotify, Reserved, kib};
 use crate::backend::calibrate::Calibration;
 use crate::backend::{Backend, BackendError, Configured, Executed, Power};
 use crate::datapath::work::{KernelImage, Output, Payload};
@@ -43,6 +46,8 @@ enum Unanswered {
     Broke(String),
     /// No answer within the job's bound.
     TimedOut,
+    /// A message past the stream's decode bound, refused before it was read.
+    Oversized(String),
 }
 
 /// A leased slot.
@@ -52,6 +57,10 @@ struct Leased {
     lease: u64,
     lost: watch::Receiver<bool>,
     stream: Option<(mpsc::Sender<pb::Job>, Streaming<pb::JobResult>)>,
+    /// The host's answer budget in KiB, shared by its slots.
+    decode: Arc<Semaphore>,
+    /// The largest message the stream decodes; a job holds this much of `decode` until answered.
+    stream_limit: u64,
 }
 
 /// A worker of `kind` on some worker host.
@@ -64,7 +73,6 @@ pub struct RemoteSlot {
     delay: Duration,
     notify: Option<LostNotify>,
     leased: Option<Leased>,
-    reference: bool,
     /// The image configured: audits compute the reference with it.
     image: Option<KernelImage>,
     next_id: u64,
@@ -88,7 +96,6 @@ impl RemoteSlot {
             delay,
             notify: None,
             leased: None,
-            reference: false,
             image: None,
             next_id: 0,
             power: Power { watts: 0.0, measured: false },
@@ -108,6 +115,7 @@ impl RemoteSlot {
             clock_hz: self.calibration.clock_hz,
             items_per_sec: self.calibration.items_per_sec,
             items_per_cycle: self.calibration.items_per_cycle,
+            model_digest: image.kernel.repo().map(|r| r.digest.clone()).unwrap_or_default(),
         }
     }
 
@@ -125,39 +133,75 @@ impl RemoteSlot {
         self.hosts.job_timeout().saturating_add(expected).min(MAX_JOB_TIME)
     }
 
-    /// One attempt at `job` before `deadline`.
+    /// One attempt at `job` before `deadline`, holding the stream's decode bound from the host's
+    /// budget until answered (so a host's answers in flight never pass it, whatever its slots).
     async fn attempt_until(
         l: &mut Leased,
         job: pb::Job,
         deadline: Instant,
     ) -> Result<pb::JobResult, Unanswered> {
-        match tokio::time::timeout_at(deadline.into(), Self::attempt(l, job)).await {
-            Ok(r) => r.map_err(Unanswered::Broke),
+        let decode = l.decode.clone();
+        let held = kib(l.stream_limit);
+        let attempt = async move {
+            let _permit = decode.acquire_many(held).await.map_err(|e| Unanswered::Broke(e.to_string()))?;
+            Self::attempt(l, job).await
+        };
+        match tokio::time::timeout_at(deadline.into(), attempt).await {
+            Ok(r) => r,
             Err(_) => Err(Unanswered::TimedOut),
         }
     }
 
+    /// Sizes the lease's stream for `payload`'s answer: a stream whose bound is below it is opened
+    /// anew with the next power of two (at least 1 MiB, at most the host's budget). An answer that
+    /// cannot fit the host's budget fails its job.
+    fn size_stream(&mut self, payload: &Payload) -> Result<(), BackendError> {
+        let budget = self.hosts.decode_per_host();
+        let need = payload.answer_wire_max();
+        let l = self.leased.as_mut().ok_or(BackendError::NotConfigured)?;
+        if need > budget {
+            return Err(BackendError::Kernel(format!(
+                "its answer may take {need} bytes, past the {budget} bytes one worker host may send at once \
+                 (fix: serve requests this large on local workers, or split them)"
+            )));
+        }
+        if need > l.stream_limit {
+            l.stream = None;
+            l.stream_limit = need.next_power_of_two().max(1 << 20).min(budget);
+        }
+        Ok(())
+    }
+
     /// One attempt at `job` on the lease's stream (opened if it is not).
-    async fn attempt(l: &mut Leased, job: pb::Job) -> Result<pb::JobResult, String> {
+    async fn attempt(l: &mut Leased, job: pb::Job) -> Result<pb::JobResult, Unanswered> {
+        Self::attempt_once(l, job).await.map_err(|s| match s.code() {
+            tonic::Code::OutOfRange => Unanswered::Oversized(s.message().to_string()),
+            _ => Unanswered::Broke(format!("{}: {}", s.code(), s.message())),
+        })
+    }
+
+    async fn attempt_once(l: &mut Leased, job: pb::Job) -> Result<pb::JobResult, tonic::Status> {
         if l.stream.is_none() {
             let (tx, rx) = mpsc::channel(4);
             let out = tokio_stream::wrappers::ReceiverStream::new(rx);
-            let replies = l.client.run(out).await.map_err(|s| s.message().to_string())?.into_inner();
+            let limit = usize::try_from(l.stream_limit).unwrap_or(usize::MAX);
+            let mut client = l.client.clone().max_decoding_message_size(limit);
+            let replies = client.run(out).await?.into_inner();
             l.stream = Some((tx, replies));
         }
-        let Some((tx, replies)) = l.stream.as_mut() else { return Err("no stream".into()) };
+        let Some((tx, replies)) = l.stream.as_mut() else { return Err(tonic::Status::unknown("no stream")) };
         let id = job.id;
-        tx.send(job).await.map_err(|_| "the job stream closed".to_string())?;
+        tx.send(job).await.map_err(|_| tonic::Status::unavailable("the job stream closed"))?;
         let mut lost = l.lost.clone();
         loop {
             tokio::select! {
                 m = replies.message() => match m {
                     Ok(Some(r)) if r.id == id => return Ok(r),
                     Ok(Some(_)) => continue, // a retried job's earlier answer
-                    Ok(None) => return Err("the host ended the job stream".into()),
-                    Err(s) => return Err(format!("{}: {}", s.code(), s.message())),
+                    Ok(None) => return Err(tonic::Status::unavailable("the host ended the job stream")),
+                    Err(s) => return Err(s),
                 },
-                _ = lost.wait_for(|&l| l) => return Err("the host is down".into()),
+                _ = lost.wait_for(|&l| l) => return Err(tonic::Status::unavailable("the host is down")),
             }
         }
     }
@@ -172,6 +216,7 @@ impl RemoteSlot {
         payload: &Payload,
         limit: Duration,
     ) -> Result<(SocketAddr, pb::JobResult), BackendError> {
+        self.size_stream(payload)?;
         let l = self.leased.as_mut().ok_or(BackendError::NotConfigured)?;
         if *l.lost.borrow() {
             return Err(BackendError::Lost(format!("worker host {} is down", l.addr)));
@@ -206,6 +251,14 @@ impl RemoteSlot {
                 );
                 hosts.quarantine(addr, &why, None);
                 Err(BackendError::Lost(why))
+            }
+            Err(Unanswered::Oversized(e)) => {
+                // Refused at its length prefix, never read: the stream is unusable after it.
+                l.stream = None;
+                Counts::add(&hosts.inner.counts.refused);
+                let why = format!("worker host {addr} sent more than its job's answer can take ({e})");
+                hosts.quarantine(addr, &why, Some(l.lease));
+                Err(BackendError::BadAnswer(why))
             }
         }
     }
@@ -262,12 +315,11 @@ impl RemoteSlot {
         }
     }
 
-    /// Whether this answer is compared with the reference: one in `audit_one_in` of those nothing
-    /// else checks (a CPU slot's, an emulated board's; a real board's answers are all checked by
-    /// its worker).
+    /// Whether this answer is compared with the reference: every board answer (the host's word on
+    /// what its board is counts for nothing), one in `audit_one_in` of a CPU slot's.
     fn audits(&self) -> bool {
         let one_in = self.hosts.audit_one_in();
-        one_in > 0 && (self.kind == Kind::Cpu || self.reference) && rand::random_ratio(1, one_in)
+        self.kind == Kind::Fpga || (one_in > 0 && rand::random_ratio(1, one_in))
     }
 
     /// When audited, why `output` is not the reference's answer to `payload` (computed here).
@@ -280,7 +332,7 @@ impl RemoteSlot {
             answer => {
                 Counts::add(&counts.mismatched);
                 let why = match answer {
-                    Ok(_) => "its answer differs from the reference (a sampled check)".to_string(),
+                    Ok(_) => "its answer differs from the reference".to_string(),
                     Err(e) => format!("it answered a job the reference has no answer to ({e})"),
                 };
                 Err(BackendError::BadAnswer(format!("worker host {addr}: {why}")))
@@ -297,7 +349,7 @@ impl Backend for RemoteSlot {
     fn configure(&mut self, image: &KernelImage) -> Result<Configured, BackendError> {
         let what = format!("a remote {} slot with {}", self.kind.name(), image.kernel.name());
         let fail = |reason: String| BackendError::Configure { what: what.clone(), reason };
-        let Reserved { addr, mut client, mut downs } = self
+        let Reserved { addr, mut client, mut downs, decode } = self
             .reserved
             .take()
             .ok_or_else(|| fail(format!("no worker host has a free {} slot", self.kind.name())))?;
@@ -331,11 +383,10 @@ impl Backend for RemoteSlot {
         let configured_delay = Duration::from_nanos(reply.configured_delay_ns);
         let notify = self.notify.take().unwrap_or_else(|| Box::new(|_| {}));
         let lost = self.hosts.register(addr, reply.lease, self.kind, notify);
-        // Only a board's answers can be the reference's own (a CPU slot's are checked like any).
-        self.reference = reply.reference && self.kind == Kind::Fpga;
         self.image = Some(image.clone());
         self.power = reply.power.map(Power::from).unwrap_or(self.power);
-        self.leased = Some(Leased { addr, client, lease: reply.lease, lost, stream: None });
+        let stream_limit = 0;
+        self.leased = Some(Leased { addr, client, lease: reply.lease, lost, stream: None, decode, stream_limit });
         // What the host measured plus the network both ways: the slot's spin-up as the scheduler sees it.
         Ok(Configured { measured: took.saturating_sub(configured_delay), configured_delay, invocation: None })
     }
@@ -358,8 +409,9 @@ impl Backend for RemoteSlot {
         self.power
     }
 
-    fn is_reference(&self) -> bool {
-        self.reference
+    fn checks_answers(&self) -> bool {
+        // Every board answer in `audit`; a CPU slot's are not checked by its worker anyway.
+        true
     }
 
     fn on_lost(&mut self, notify: LostNotify) {

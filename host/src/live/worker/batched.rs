@@ -69,7 +69,9 @@ impl PoolJobs {
         for ((id, work), part) in ids.into_iter().zip(&works).zip(parts) {
             let answer = Answer { mandatory: part, optional: None };
             let mismatch =
-                !backend.is_reference() && self.image.answer(work, false).ok().as_ref() != Some(&answer);
+                !backend.is_reference()
+                    && !backend.checks_answers()
+                    && self.image.answer(work, false).ok().as_ref() != Some(&answer);
             self.done(id, backend.power(), (start, end), (device, mismatch), Ok(Some(answer)));
         }
     }
