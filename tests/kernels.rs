@@ -277,6 +277,43 @@ fn a_repository_model_whose_board_loses_is_served_on_cpus_alone() {
     assert!((e / c - 1.0).abs() < 0.02, "SporkE {e} J vs CPU-dynamic {c} J predicted");
 }
 
+/// A board whose model.toml claims 64 items per cycle where its RTL streams one: the calibration
+/// (20 MHz x 64 over the C code's speed, S ~ 2) says it pays, its answers under Verilator (20 MHz x
+/// 1: S ~ 0.04, far below the 1/3 a board needs at the paper's powers) say it does not. SporkE takes
+/// the observed S once 16 board answers show it: it stops placing requests there and lets it go,
+/// where the calibration alone held it for the whole run (the evaluator's prediction: 66%).
+#[test]
+fn a_board_slower_than_its_stated_speed_is_let_go_once_its_answers_show_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    fixtures::copy_dir(&fixture("crc8"), &tmp.path().join("crc8"));
+    let toml = tmp.path().join("crc8").join("model.toml");
+    let spec = std::fs::read_to_string(&toml).expect("model.toml");
+    std::fs::write(&toml, spec.replace("items_per_cycle = 1\n", "items_per_cycle = 64\n")).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["run", "--kernel", "crc8", "--board", "sim", "--clock-mhz", "20", "--duration", "8s"])
+        .args(["--rate", "100", "--scheduler", "spork-e", "--json", "--model-repository"])
+        .arg(tmp.path())
+        .env("SPORK_CACHE_DIR", shared_cache())
+        .output()
+        .expect("spork runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run = &report["runs"][0];
+    let (calibrated, observed) = (run["speedup"][0].as_f64(), run["speedup"][1].as_f64());
+    let (Some(calibrated), Some(observed)) = (calibrated, observed) else { panic!("no speedup: {run}") };
+    assert!(calibrated > 1.0 / 3.0, "the claimed speed must pay for the test to mean anything: {calibrated}");
+    // The truth is the calibration over 64, give or take the CPUs' own drift from their calibration.
+    let truth = calibrated / 64.0;
+    assert!(
+        observed < 1.0 / 3.0 && observed / truth < 2.0 && truth / observed < 2.0,
+        "{observed} vs {truth}"
+    );
+    assert_eq!(run["answered"], run["offered"], "{run}");
+    assert_eq!(run["faults"], serde_json::json!([]), "{run}");
+    let share = run["fpga_share"].as_f64().expect("share");
+    assert!(share < 0.25, "requests kept going to a board that does not pay: {share}");
+}
+
 /// A built-in kernel's request as the repository model's input tensor.
 fn as_tensor(p: &spork::datapath::work::Payload) -> TensorBuf {
     use spork::datapath::work::Payload;

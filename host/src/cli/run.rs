@@ -319,6 +319,9 @@ fn table(runs: &[RunReport]) -> Table {
             None => "-".into(),
         }));
     }
+    t.add_row(row("FPGA speedup: calibrated, observed at the end", &|r| {
+        format!("{:.2}x, {:.2}x", r.speedup.0, r.speedup.1)
+    }));
     t.add_row(row("FPGA reconfigurations", &|r| r.fpga_spin_ups.to_string()));
     t.add_row(row("  measured load (ms) min/med/max", &|r| {
         let s = &r.reconfig_measured_ms;

@@ -15,6 +15,7 @@ use crate::policy::brownout::admit;
 use crate::policy::estimate::Statistic;
 use crate::policy::fleet::{Change, Reconcile};
 use crate::policy::release::{ReleaseTiming, idle_since, may_release};
+use crate::policy::speed::SpeedEstimate;
 use crate::policy::{
     Admission, Allocator, Caps, Dispatcher, Fleet, IntervalStats, Job, Objective, Placement, dispatch,
 };
@@ -62,6 +63,8 @@ pub struct Engine {
     margin: Time,
     /// Service booked per type in the current interval (Algorithm 1's F and C).
     work: PerKind<Time>,
+    /// The board's speedup as a live pool's answers show it: applied at each tick.
+    speed: SpeedEstimate,
     tally: Tally,
     /// What the run counts beside the tally.
     counts: Counts,
@@ -135,6 +138,7 @@ impl Engine {
             cpu_floor,
             margin: plan.margin,
             work: PerKind::default(),
+            speed: SpeedEstimate::new(platform.fpga.speedup),
             tally: Tally::default(),
             counts: Counts::default(),
             horizon: 0,
@@ -333,10 +337,23 @@ impl Engine {
 
     /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
     /// the interval's work that the allocator reads is corrected by the difference.
-    pub fn observe_service(&mut self, kind: Kind, estimated: Time, actual: Time) {
+    /// With `work`, the CPU-seconds the request was booked as, the same is evidence of the board's
+    /// speedup, applied once believed ([`crate::policy::speed`]).
+    pub fn observe_service(&mut self, kind: Kind, estimated: Time, work: Time, actual: Time) {
         let w = &mut self.work[kind];
         // Saturating: `actual` may be a worker host's report.
         *w = w.saturating_add(actual).saturating_sub(estimated);
+        self.speed.observe(kind, estimated, work, actual);
+        if let Some(s) = self.speed.revised(self.platform.fpga.speedup) {
+            self.respeed(s);
+        }
+    }
+
+    /// The board's speedup is `s` from now: the allocator's thresholds and dispatch's booked
+    /// service times follow (the dispatcher's wait rule keeps the speedup it was built with).
+    fn respeed(&mut self, s: f64) {
+        self.platform.fpga.speedup = s;
+        self.allocator.respeed(&self.platform);
     }
 
     /// Live telemetry: worker `id`'s real queue drains at `drains_at`. Later than the pool's booking
@@ -380,6 +397,7 @@ impl Engine {
             capped: self.counts.capped,
             size_error: self.sizes.mean_error(),
             batches: self.batch.is_some().then_some(self.counts.batches),
+            speedup: self.platform.fpga.speedup,
         }
     }
 
@@ -486,6 +504,7 @@ impl Engine {
             fpgas_allocated: self.pool.allocated(Kind::Fpga),
         };
         self.work = PerKind::default();
+        self.speed.decay();
         let want = self.plan_caps.clip(Kind::Fpga, self.allocator.plan(&stats));
         self.claim_boards(want, &stats);
         let held = self.release_timing.held(want, self.planned);

@@ -79,4 +79,7 @@ pub struct Outcome {
     pub size_error: Option<f64>,
     /// With dynamic batching, the batches booked and the requests they carried.
     pub batches: Option<(u64, u64)>,
+    /// The board's speedup in force at the end: the platform's, unless a live pool's answers
+    /// moved it ([`crate::policy::speed`]).
+    pub speedup: f64,
 }

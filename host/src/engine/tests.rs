@@ -216,3 +216,46 @@ fn a_margin_plans_a_clients_deadline_early_but_misses_count_against_the_deadline
     let o = e.finish();
     assert_eq!(o.tally.misses, 0, "10 ms is past the plan but within the deadline: no miss");
 }
+
+/// SporkE on the paper's platform (S = 2: a board pays) under 3 CPUs' worth of steady load, its
+/// boards in truth `truth` times as fast as a CPU (each board answer takes its request's size over
+/// `truth`, as a live pool reports through `observe_service`); the FPGA target at each of
+/// `intervals` ticks and the speedup at the end.
+fn spork_e_with_boards_at(truth: f64, intervals: u64) -> (Vec<u32>, f64) {
+    let mut e = engine(Scheduler::Spork(crate::policy::Objective::ENERGY), Caps::NONE, 0);
+    let mut fx = Vec::new();
+    let interval = e.platform().interval();
+    e.begin(interval * intervals as Time, &mut fx);
+    let mut targets = Vec::new();
+    for t in 0..intervals {
+        for i in 0..1000 {
+            let at = t * interval + i * interval / 1000;
+            e.advance(at, false, &mut fx);
+            for _ in 0..3 {
+                if let Arrival::Assigned(a) = e.arrive(request(at, interval / 1000), &mut fx) {
+                    let booked = a.finish - a.start;
+                    let size = a.request.size as f64;
+                    let took = if a.kind == Kind::Fpga { (size / truth) as Time } else { booked };
+                    e.observe_service(a.kind, booked, a.request.size, took);
+                }
+            }
+        }
+        targets.push(e.target());
+    }
+    e.advance(Time::MAX, false, &mut fx);
+    (targets, e.finish().speedup)
+}
+
+#[test]
+fn boards_slower_than_calibrated_are_let_go_once_their_answers_show_it() {
+    // Calibrated S = 2 pays; boards that are in truth S = 0.2 (10x slower than booked), below the 1/3 a
+    // board needs at the paper's powers: the observed S replaces the calibration and no board is held.
+    let (held, s) = spork_e_with_boards_at(0.2, 8);
+    assert!(held.iter().take(3).any(|&n| n > 0), "boards held while S = 2 stood: {held:?}");
+    assert_eq!(held.last(), Some(&0), "a board that never pays is still held: {held:?}");
+    assert!((s - 0.2).abs() < 0.02, "observed S {s}");
+    // Boards answering as booked: S and the boards stay.
+    let (held, s) = spork_e_with_boards_at(2.0, 8);
+    assert_eq!(s, 2.0);
+    assert!(held.iter().skip(2).all(|&n| n > 0), "{held:?}");
+}

@@ -102,6 +102,9 @@ pub struct PoolReport {
     /// With dynamic batching: the batches booked and the requests they carried.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batches: Option<(u64, u64)>,
+    /// The board's speedup over a CPU worker: as calibrated at the start, and as the answers'
+    /// service times left it at the end (what the allocator and dispatch used last).
+    pub speedup: (f64, f64),
     /// FPGA spin-ups the policy made.
     pub fpga_spin_ups: u64,
     /// CPU spin-ups the policy made.
@@ -182,6 +185,7 @@ impl PoolReport {
             link: platform.fpga.link(),
             invocation_measured_us: Spread::of(&st.configured.fpga.invocation_us),
             batches: outcome.batches,
+            speedup: (platform.fpga.speedup, outcome.speedup),
             fpga_spin_ups: ledger(Kind::Fpga).spin_ups,
             cpu_spin_ups: ledger(Kind::Cpu).spin_ups,
             cpu_spin_up_measured_ms: Spread::of(&st.configured.cpu.measured_ms),

@@ -14,6 +14,7 @@
 //! - [`caps`]: caps on the pool and where requests go when a cap refuses a spin-up;
 //! - [`release`]: when an idle worker may spin down;
 //! - [`brownout`]: the optional-part gate, its queue length and the controllers;
+//! - [`speed`]: the FPGA speedup a live pool observes from its answers, kept current;
 //! - [`scheduler`]: the paper's named schedulers as compositions of the above.
 
 pub mod admission;
@@ -30,6 +31,7 @@ pub mod placement;
 pub mod recovery;
 pub mod release;
 pub mod scheduler;
+pub mod speed;
 
 pub use allocator::{Allocator, Demand, IntervalStats};
 

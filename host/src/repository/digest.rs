@@ -20,7 +20,9 @@ pub fn digest(spec: &ModelSpec) -> Result<String, String> {
     let mut named: Vec<(&Path, u64)> = vec![(Path::new("model.toml"), spork_sim::bounded::FILE_MAX)];
     if let Some(cpu) = &spec.cpu {
         match &cpu.code {
-            CpuCode::Sources(s) => named.extend(s.iter().map(|p| (p.as_path(), spork_sim::bounded::FILE_MAX))),
+            CpuCode::Sources(s) => {
+                named.extend(s.iter().map(|p| (p.as_path(), spork_sim::bounded::FILE_MAX)))
+            }
             CpuCode::Library(p) => named.push((p.as_path(), LIBRARY_MAX)),
         }
         named.extend(cpu.headers.iter().map(|p| (p.as_path(), spork_sim::bounded::FILE_MAX)));

@@ -237,7 +237,11 @@ impl Slots {
 
     /// The image a lease of model `name` runs and the board its FPGA slots use (an error if this
     /// host has none for it, or if its folder of that name is not the one of `digest`, when given).
-    fn image(&self, name: &str, digest: &str) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
+    fn image(
+        &self,
+        name: &str,
+        digest: &str,
+    ) -> Result<(KernelImage, Result<Board, LeaseError>), LeaseError> {
         let model = self.offer.models.get(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
             LeaseError::Invalid(format!(

@@ -386,7 +386,8 @@ impl Backend for RemoteSlot {
         self.image = Some(image.clone());
         self.power = reply.power.map(Power::from).unwrap_or(self.power);
         let stream_limit = 0;
-        self.leased = Some(Leased { addr, client, lease: reply.lease, lost, stream: None, decode, stream_limit });
+        self.leased =
+            Some(Leased { addr, client, lease: reply.lease, lost, stream: None, decode, stream_limit });
         // What the host measured plus the network both ways: the slot's spin-up as the scheduler sees it.
         Ok(Configured { measured: took.saturating_sub(configured_delay), configured_delay, invocation: None })
     }

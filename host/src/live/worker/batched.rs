@@ -68,10 +68,9 @@ impl PoolJobs {
         let end = self.released(backend, device, end);
         for ((id, work), part) in ids.into_iter().zip(&works).zip(parts) {
             let answer = Answer { mandatory: part, optional: None };
-            let mismatch =
-                !backend.is_reference()
-                    && !backend.checks_answers()
-                    && self.image.answer(work, false).ok().as_ref() != Some(&answer);
+            let mismatch = !backend.is_reference()
+                && !backend.checks_answers()
+                && self.image.answer(work, false).ok().as_ref() != Some(&answer);
             self.done(id, backend.power(), (start, end), (device, mismatch), Ok(Some(answer)));
         }
     }

@@ -95,6 +95,9 @@ impl Allocator for FpgaDynamic {
         let work = to_secs(s.fpga_work) + to_secs(s.cpu_work) / self.speedup;
         ((work / self.board_s).ceil() as u32 + self.headroom).max(1)
     }
+    fn respeed(&mut self, platform: &Platform) {
+        self.speedup = platform.fpga.speedup;
+    }
 }
 
 /// SporkE-ideal / SporkC-ideal: Algorithm 1's NeededFPGAs applied to the next interval's actual work

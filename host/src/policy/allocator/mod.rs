@@ -20,7 +20,7 @@ pub use mark_ideal::MarkIdeal;
 pub use spork::{Histogram, SporkAllocator};
 pub use spork_d::SporkD;
 
-use crate::model::{Time, pool::Released, time::to_secs};
+use crate::model::{Platform, Time, pool::Released, time::to_secs};
 
 /// What the last interval ran, as the allocator sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -58,4 +58,8 @@ pub trait Allocator: Send {
 
     /// An FPGA finished spinning down (feeds Algorithm 1's lifetime map L).
     fn on_release(&mut self, _released: &Released) {}
+
+    /// The board's speedup is now `platform.fpga.speedup` (a live pool observed it: see
+    /// [`crate::policy::speed`]); what the allocator derived from it follows. Its history stays.
+    fn respeed(&mut self, _platform: &Platform) {}
 }

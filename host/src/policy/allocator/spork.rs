@@ -54,6 +54,7 @@ struct Cached {
 /// Spork's predictive FPGA allocator (SporkE, SporkC, SporkB or any weighted objective).
 #[derive(Clone, Debug)]
 pub struct SporkAllocator {
+    objective: Objective,
     rates: Rates,
     breakeven_s: f64,
     interval_s: f64,
@@ -76,6 +77,7 @@ impl SporkAllocator {
     /// An allocator minimising `objective` on `platform`, with empty history (no warm-up).
     pub fn new(objective: Objective, platform: &Platform) -> Self {
         SporkAllocator {
+            objective,
             rates: objective.rates(platform),
             breakeven_s: objective.breakeven_secs(platform),
             interval_s: to_secs(platform.interval()),
@@ -221,6 +223,13 @@ impl Allocator for SporkAllocator {
         if released.kind == crate::model::Kind::Fpga {
             self.record_lifetime(released.rank, to_secs(released.lifetime));
         }
+    }
+
+    fn respeed(&mut self, platform: &Platform) {
+        self.speedup = platform.fpga.speedup;
+        self.breakeven_s = self.objective.breakeven_secs(platform);
+        // Predictions weigh boards by their speed: none cached at the old one stands.
+        self.cache.clear();
     }
 }
 

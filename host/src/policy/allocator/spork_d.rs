@@ -57,6 +57,10 @@ impl Allocator for SporkD {
     fn on_release(&mut self, released: &Released) {
         self.spork.on_release(released);
     }
+
+    fn respeed(&mut self, platform: &Platform) {
+        self.spork.respeed(platform);
+    }
 }
 
 #[cfg(test)]
