@@ -342,6 +342,15 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
             .replace("[[input]]\nname = \"a\"", &format!("{inputs}[[input]]\nname = \"a\""))
         });
     }
+    // A kernel that crashes on every request, the start-up probe's too.
+    let always =
+        fixture_as("hostile", &repo, "always", |t| t.replace("description = \"", "description = \"Always "));
+    let c = always.join("cpu/hostile.c");
+    let code = std::fs::read_to_string(&c).expect("hostile.c");
+    let crashing =
+        code.replace("if (n > 0 && x[0] == 4951) {", "if (1) {").replace("misbehave(y[0]);", "misbehave(1);");
+    assert_ne!(code, crashing);
+    std::fs::write(&c, crashing).expect("write");
 
     let serve = Serve::start(&repo, &tmp.path().join("cache"), &["--build-timeout", "3s"]);
     let (status, body) = add(serve.http, "satadd", &[1, 32767], &[2, 1]);
@@ -355,6 +364,7 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
         ("fifoinclude", "killed after 3s"),
         ("huge_dims", "can hold more than 2^32 elements"),
         ("over_budget", "past this server's memory budget"),
+        ("always", "did not answer its start-up probe"),
     ] {
         let (state, reason) = serve.index_entry(model);
         assert_eq!(state, "UNAVAILABLE", "{model}: {reason}");

@@ -336,6 +336,15 @@ impl Control {
         Ok(())
     }
 
+    /// Stops serving model `name`, loaded at start, and records `why` as its reason in the index.
+    pub fn leave_out(&self, server: &Server, name: &str, why: String) {
+        if let Some(hosted) = server.remove(name) {
+            self.retire(server, hosted);
+        }
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+        self.note(name, why);
+    }
+
     fn retire(&self, server: &Server, hosted: Arc<super::server::Hosted>) {
         let factory = self.factory.clone();
         server.retire(hosted, self.factory.grace + Duration::from_secs(10), move |share| {

@@ -373,12 +373,21 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     if let Some(hosts) = remote {
         server.show_hosts(hosts);
     }
-    rt.block_on(async {
+    let failed: Vec<(String, String)> = rt.block_on(async {
+        let mut failed = Vec::new();
         for (name, work) in probes {
-            server.probe(&name, work).await.map_err(|why| StartError::Probe { model: name.clone(), why })?;
+            if let Err(why) = server.probe(&name, work).await {
+                failed.push((name, why));
+            }
         }
-        Ok::<(), StartError>(())
-    })?;
+        failed
+    });
+    // Without a repository (no index to say why) a failed probe fails the start, as before.
+    if cfg.repository.is_none()
+        && let Some((model, why)) = failed.first().cloned()
+    {
+        return Err(StartError::Probe { model, why });
+    }
     if let Some(repo) = &cfg.repository {
         let control = Arc::new(control::Control::new(
             repo.dirs.clone(),
@@ -392,6 +401,12 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
         }
         for k in &cfg.kernels {
             control.loaded_from(k.model.name(), &k.model.0.spec.dir);
+        }
+        // A model whose pool cannot answer its probe (a kernel that crashes or errs on every
+        // request) is left out with its reason in the index; the server starts with the rest.
+        for (name, why) in failed {
+            tracing::error!(model = name, "left out: its pool did not answer its start-up probe: {why}");
+            control.leave_out(&server, &name, format!("its pool did not answer its start-up probe: {why}"));
         }
         server.set_control(control.clone());
         if let control::ModelControl::Poll(every) = repo.control {
