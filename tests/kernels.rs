@@ -135,6 +135,14 @@ fn a_new_kernel_passes_check_lint_and_synth_as_generated() {
         assert!(dir.join(f).is_file(), "no {f}");
     }
     assert!(text(&kernel(&["check"], &dir, &cache)).contains("addone: 22 requests match"));
+    // From inside the folder, as a kernel's author works: `.` names the folder it is.
+    let here = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "check", "."])
+        .current_dir(&dir)
+        .env("SPORK_CACHE_DIR", &cache)
+        .output()
+        .expect("spork runs");
+    assert!(text(&here).contains("addone: 22 requests match"), "{}", text(&here));
     assert!(kernel(&["lint"], &dir, &cache).status.success());
     let synth = kernel(&["synth"], &dir, &cache);
     assert!(synth.status.success(), "{}", text(&synth));

@@ -38,8 +38,9 @@ pub struct Args {
     /// gRPC listen address [default: 127.0.0.1:8001].
     #[arg(long, value_name = "ADDR")]
     grpc: Option<SocketAddr>,
-    /// Models of Spork's own repository served, one pool each: any of sobel, bloom, dense [default:
-    /// all three, unless --model-repository is given].
+    /// The models served at start, one pool each: any of Spork's own (sobel, bloom, dense) and of
+    /// --model-repository's folders; the others stay loadable [default: all three of Spork's own, or
+    /// every model of --model-repository when given].
     #[arg(long, value_delimiter = ',')]
     models: Option<Vec<String>>,
     /// A model repository (docs/model-repository.md): every model folder in it is served, its CPU
@@ -415,9 +416,10 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
             "scheduler {scheduler} is told the trace in advance, which a server has not: pick spork-e, spork-c, cpu-dynamic or another online one"
         );
     }
-    let own = own_models(args.models.or(file.models), !args.model_repository.is_empty())?;
+    let named = args.models.or(file.models);
+    let own = own_models(named.as_deref(), &served_names(&args.model_repository))?;
     let mut repositories = args.model_repository;
-    if let Some((dir, _)) = &own {
+    if let Some(dir) = &own {
         repositories.insert(0, dir.clone());
     }
     let pool = PoolArgs {
@@ -501,9 +503,9 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     let mut not_loaded = Vec::new();
     let mut kernels = Vec::new();
     for repo in &repositories {
-        // Of Spork's own repository, only the models asked for start; the others stay loadable.
-        let only = own.as_ref().filter(|(dir, _)| dir == repo).map(|(_, names)| names.as_slice());
-        kernels.extend(repository_models(repo, only, &measure, &mut not_loaded)?);
+        // With --models, only the models named start; the others stay loadable. Spork's own
+        // repository, when no model is named, only when no other is given.
+        kernels.extend(repository_models(repo, named.as_deref(), &measure, &mut not_loaded)?);
     }
     let repository = Some(spork::serve::RepositorySetup {
         dirs: repositories.clone(),
@@ -681,29 +683,33 @@ fn read_token(path: &Path) -> anyhow::Result<String> {
     Ok(t)
 }
 
-/// Spork's own repository (written to the cache) and which of its models start: those named, else
-/// all of them unless another repository is given (then none: `None`).
-fn own_models(
-    named: Option<Vec<String>>,
-    other_repositories: bool,
-) -> anyhow::Result<Option<(PathBuf, Vec<String>)>> {
+/// Spork's own repository (written to the cache), when it serves: with no model named, unless
+/// another repository is given (whose folders are `theirs`); with models named, when one of them is
+/// Spork's own and not one of `theirs`. A name in neither is refused.
+fn own_models(named: Option<&[String]>, theirs: &[String]) -> anyhow::Result<Option<PathBuf>> {
     use spork::repository::own;
-    let names = match named {
-        Some(n) => n,
-        None if other_repositories => return Ok(None),
-        None => own::names().into_iter().map(String::from).collect(),
+    let ours = own::names();
+    let wanted = match named {
+        None => theirs.is_empty(),
+        Some(names) => {
+            if let Some(bad) = names.iter().find(|n| !ours.contains(&n.as_str()) && !theirs.contains(n)) {
+                bail!(
+                    "--models: '{bad}' is neither a model of Spork's own repository ({}) nor a folder of \
+                     --model-repository ({}); fix: name one of those, or add the repository holding it",
+                    ours.join(", "),
+                    if theirs.is_empty() { "none given".to_string() } else { theirs.join(", ") }
+                );
+            }
+            names.iter().any(|n| ours.contains(&n.as_str()) && !theirs.contains(n))
+        }
     };
-    let known = own::names();
-    if let Some(bad) = names.iter().find(|n| !known.contains(&n.as_str())) {
-        bail!(
-            "--models: '{bad}' is not a model of Spork's own repository ({}); a model of yours goes in --model-repository DIR",
-            known.join(", ")
-        );
+    if !wanted {
+        return Ok(None);
     }
     let dir = own::dir().context(
         "writing Spork's own model repository into the cache (fix: set SPORK_CACHE_DIR to a writable folder)",
     )?;
-    Ok(Some((dir, names)))
+    Ok(Some(dir))
 }
 
 /// Every name a `NAME=FILE` flag may give: every repository's folders.
@@ -760,14 +766,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_model_outside_spork_s_own_repository_is_refused_naming_the_fix() {
-        let err = own_models(Some(vec!["sobol".into()]), false).unwrap_err().to_string();
-        assert!(err.contains("'sobol' is not a model of Spork's own repository"), "{err}");
-        assert!(err.contains("--model-repository DIR"), "{err}");
+    fn a_model_in_no_repository_is_refused_and_a_users_model_may_be_named() {
+        let err = own_models(Some(&["sobol".into()]), &[]).unwrap_err().to_string();
+        assert!(err.contains("'sobol' is neither a model of Spork's own repository"), "{err}");
+        assert!(err.contains("add the repository holding it"), "{err}");
+        let theirs = ["polyscan".to_string()];
         assert!(
-            own_models(None, true).expect("no error").is_none(),
+            own_models(None, &theirs).expect("no error").is_none(),
             "another repository alone: none of ours"
         );
+        assert!(own_models(Some(&theirs), &theirs).expect("a user's model named").is_none());
+        let both = ["polyscan".to_string(), "sobel".to_string()];
+        assert!(own_models(Some(&both), &theirs).expect("ours and theirs").is_some());
     }
 
     #[test]

@@ -676,9 +676,15 @@ impl Checker<'_> {
     }
 }
 
-/// The model's name: its folder's, which must be a name the protocol can carry in a URL.
+/// The model's name: its folder's, which must be a name the protocol can carry in a URL (`.` or
+/// `..` name the folder they resolve to: `spork kernel check .` from inside it).
 fn model_name(dir: &Path) -> Result<String, InputError> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let resolved = match dir.file_name() {
+        Some(_) => None,
+        None => dir.canonicalize().ok(),
+    };
+    let named = resolved.as_deref().unwrap_or(dir);
+    let name = named.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if !valid_model_name(&name) {
         let location = Location { path: dir.join("model.toml"), line: 1, column: 1 };
         let fix = "rename the folder: letters, digits, _ - . (at most 64, not starting with .)";
