@@ -340,6 +340,14 @@ fn run_with_the_rtl_dispatch_engine_reports_its_decisions_checked_against_the_so
         "1s",
     ]));
     assert!(e.contains("implements efficient-first"), "{e}");
+    // The default pair: the engine where it applies (SporkE), the software rule for CPU-dynamic.
+    let args = ["run", "--duration", "2s", "--rate", "100", "--fpga-spinup", "300ms"];
+    let more = ["--dispatch-engine", "golden", "--json", "--no-compare"];
+    let o = spork(&[&args[..], &CHEAP_BOARD[..], &more[..]].concat());
+    let v = json(&o);
+    assert_eq!(v["runs"][0]["dispatch_engine"]["engine"], "golden", "{v}");
+    assert!(v["runs"][1].get("dispatch_engine").is_none_or(serde_json::Value::is_null), "{}", v["runs"][1]);
+    assert!(stderr(&o).contains("CPU-dynamic: --dispatch-engine does not apply"), "{}", stderr(&o));
 }
 
 #[test]

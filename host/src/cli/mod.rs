@@ -138,25 +138,33 @@ fn init_tracing() {
 /// The hardware dispatch engine implements efficient-first's first step: a plan whose scheduler
 /// has no FPGA, or whose dispatcher is another, would never ask it.
 pub fn check_dispatch_engine(plan: &spork::engine::Plan) -> anyhow::Result<()> {
+    match dispatch_engine_refusal(plan) {
+        Some(why) => anyhow::bail!(why),
+        None => Ok(()),
+    }
+}
+
+/// Why `plan`'s dispatch engine would never be asked (see [`check_dispatch_engine`]).
+pub fn dispatch_engine_refusal(plan: &spork::engine::Plan) -> Option<String> {
     use spork::policy::DispatcherKind::{EfficientFirst, EfficientFirstWait};
     let kind = plan.dispatch_engine;
     if kind == spork::engine::hardware::EngineKind::Software {
-        return Ok(());
+        return None;
     }
     if !plan.scheduler.fleet().fpga {
-        anyhow::bail!(
+        return Some(format!(
             "--dispatch-engine {} places requests on FPGAs, and {} has none: pick a hybrid or FPGA scheduler (spork-e, ...)",
             kind.name(),
             plan.scheduler
-        );
+        ));
     }
     if !matches!(plan.dispatcher(), EfficientFirst | EfficientFirstWait) {
-        anyhow::bail!(
+        return Some(format!(
             "--dispatch-engine {} implements efficient-first, and {} dispatches by {}: pick an efficient-first scheduler",
             kind.name(),
             plan.scheduler,
             plan.dispatcher().name()
-        );
+        ));
     }
-    Ok(())
+    None
 }

@@ -180,9 +180,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .into_iter()
         .map(|p| Plan { batching: p.batching.or(declared.filter(|_| p.brownout.is_none())), ..p })
         .collect();
-    for plan in &plans {
-        super::check_dispatch_engine(plan)?;
-    }
+    let plans = engine_where_it_applies(plans)?;
     let stop = Arc::new(AtomicBool::new(false));
     let mut runs = Vec::new();
     for plan in plans {
@@ -449,4 +447,31 @@ fn print_notes(runs: &[RunReport]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--dispatch-engine` on the plans it can serve (a scheduler with boards, dispatching
+/// efficient-first); the others run the software rule, said once each. Refused if none can.
+fn engine_where_it_applies(plans: Vec<Plan>) -> anyhow::Result<Vec<Plan>> {
+    use spork::engine::hardware::EngineKind;
+    let refusals: Vec<Option<String>> = plans.iter().map(super::dispatch_engine_refusal).collect();
+    if let Some(why) = refusals.iter().flatten().next()
+        && refusals.iter().all(Option::is_some)
+    {
+        anyhow::bail!("{why}");
+    }
+    Ok(plans
+        .into_iter()
+        .zip(refusals)
+        .map(|(p, why)| match why {
+            None => p,
+            Some(_) => {
+                // On stderr, with --json too: the report's reader sees no engine for it.
+                eprintln!(
+                    "{}: --dispatch-engine does not apply to it (no boards, or not efficient-first); it runs the software rule",
+                    p.scheduler
+                );
+                Plan { dispatch_engine: EngineKind::Software, ..p }
+            }
+        })
+        .collect())
 }
