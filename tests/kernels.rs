@@ -322,6 +322,35 @@ fn a_board_slower_than_its_stated_speed_is_let_go_once_its_answers_show_it() {
     assert!(share < 0.25, "requests kept going to a board that does not pay: {share}");
 }
 
+/// An RTL top with an active-high reset (`rst`): described by `reset_active = "high"`, it passes
+/// check; without it the design sits in reset, and the stall says so and names the setting.
+#[test]
+fn an_active_high_reset_is_described_and_a_design_held_in_reset_is_named() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("crc8");
+    fixtures::copy_dir(&fixture("crc8"), &dir);
+    let v = dir.join("rtl/crc8.v");
+    let rtl = std::fs::read_to_string(&v).expect("crc8.v");
+    let high = rtl.replace("!ap_rst_n", "rst").replace("ap_rst_n &&", "!rst &&").replace("ap_rst_n,", "rst,");
+    assert!(
+        !high.contains("ap_rst_n") || high.matches("ap_rst_n").count() == 1,
+        "only the comment may keep it"
+    );
+    std::fs::write(&v, high).expect("write");
+    let toml = dir.join("model.toml");
+    let spec = std::fs::read_to_string(&toml).expect("model.toml");
+    let with =
+        |extra: &str| spec.replace("top = \"crc8\"", &format!("top = \"crc8\"\nreset = \"rst\"{extra}"));
+    std::fs::write(&toml, with("")).expect("write");
+    let cache = shared_cache();
+    let held = kernel(&["check"], &dir, &cache);
+    assert!(!held.status.success());
+    assert!(text(&held).contains("reset_active = \"high\""), "{}", text(&held));
+    std::fs::write(&toml, with("\nreset_active = \"high\"")).expect("write");
+    let ok = kernel(&["check"], &dir, &cache);
+    assert!(ok.status.success() && text(&ok).contains("requests match"), "{}", text(&ok));
+}
+
 /// A built-in kernel's request as the repository model's input tensor.
 fn as_tensor(p: &spork::datapath::work::Payload) -> TensorBuf {
     use spork::datapath::work::Payload;

@@ -1,5 +1,5 @@
 //! A generic AXI4-Stream driver (the Vitis RTL-kernel convention): any design with a clock, an
-//! optional active-low reset, one slave stream in and one master stream out runs on the simulated
+//! optional reset (active low as Vitis's `ap_rst_n`, or active high), one slave stream in and one master stream out runs on the simulated
 //! board through it, whatever it computes.
 //!
 //! Each cycle the driver offers the next input beat, sets the output's TREADY (always high, or as a
@@ -15,8 +15,10 @@ use crate::{Instance, Model, Port, SimError, StreamPorts};
 pub struct AxisPorts {
     /// The clock.
     pub clock: String,
-    /// The active-low reset, if the design has one.
+    /// The reset, if the design has one.
     pub reset: Option<String>,
+    /// Whether the reset is asserted high (`rst`) rather than low (`ap_rst_n`, the default).
+    pub reset_active_high: bool,
     /// The slave stream's prefix (`s_axis` for `s_axis_tdata`, ...).
     pub input: String,
     /// The master stream's prefix.
@@ -31,6 +33,7 @@ impl Default for AxisPorts {
         AxisPorts {
             clock: "ap_clk".into(),
             reset: Some("ap_rst_n".into()),
+            reset_active_high: false,
             input: "s_axis".into(),
             output: "m_axis".into(),
             scalars: Vec::new(),
@@ -56,6 +59,22 @@ pub struct Streamed {
 /// Cycles without any beat moving after which a run is declared stalled.
 const PATIENCE: u64 = 10_000;
 
+/// What a stalled run says of the reset: a design whose reset is of the other polarity sits in
+/// reset through the run and moves no beat.
+fn reset_hint(ports: &AxisPorts) -> String {
+    match (&ports.reset, ports.reset_active_high) {
+        (None, _) => "; no reset is driven (give [fpga.sim] reset = \"NAME\" if the design has one)".into(),
+        (Some(r), false) => format!(
+            "; its reset `{r}` is driven active low (held 0, then 1): a design whose reset is active high \
+             stays in reset (give [fpga.sim] reset_active = \"high\")"
+        ),
+        (Some(r), true) => format!(
+            "; its reset `{r}` is driven active high (held 1, then 0): a design whose reset is active low \
+             stays in reset (drop reset_active = \"high\")"
+        ),
+    }
+}
+
 /// Cycles the reset is held.
 const RESET_CYCLES: u64 = 4;
 
@@ -63,7 +82,10 @@ const RESET_CYCLES: u64 = 4;
 pub struct Axis {
     inst: Instance,
     model: String,
-    reset: Option<Port>,
+    /// The reset port and its asserted level.
+    reset: Option<(Port, u64)>,
+    /// Said when a run stalls: the reset as driven, which a design held in reset would explain.
+    reset_hint: String,
     ports: StreamPorts,
     scalars: Vec<Port>,
     /// TDATA widths in bits (input, output).
@@ -88,7 +110,13 @@ impl Axis {
             m_last: model.output(&name(o, "tlast"))?,
         };
         let mut axis = Axis {
-            reset: ports.reset.as_deref().map(|r| model.input(r)).transpose()?,
+            reset: ports
+                .reset
+                .as_deref()
+                .map(|r| model.input(r))
+                .transpose()?
+                .map(|p| (p, u64::from(ports.reset_active_high))),
+            reset_hint: reset_hint(ports),
             ports: stream,
             scalars: ports.scalars.iter().map(|s| model.input(s)).collect::<Result<_, _>>()?,
             inst: model.instantiate(&ports.clock)?,
@@ -99,14 +127,14 @@ impl Axis {
         Ok(axis)
     }
 
-    /// Holds the reset low for a few cycles with both streams idle.
+    /// Holds the reset asserted for a few cycles with both streams idle, then releases it.
     pub fn reset(&mut self) {
         self.inst.set(self.ports.s_valid, 0);
         self.inst.set(self.ports.m_ready, 0);
-        if let Some(r) = self.reset {
-            self.inst.set(r, 0);
+        if let Some((r, asserted)) = self.reset {
+            self.inst.set(r, asserted);
             self.inst.cycles(RESET_CYCLES);
-            self.inst.set(r, 1);
+            self.inst.set(r, asserted ^ 1);
             self.inst.eval();
         }
     }
@@ -138,6 +166,7 @@ impl Axis {
                 got: moved.got,
                 expected,
                 cycles: moved.cycles,
+                hint: self.reset_hint.clone(),
             });
         }
         let beats = moved.data.iter().zip(&moved.last).map(|(&data, &last)| Beat { data, last }).collect();

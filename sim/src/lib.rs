@@ -47,9 +47,17 @@ pub enum SimError {
     Stalled { model: String, got: usize, expected: usize, cycles: u64 },
     #[error(
         "the {model} design took {sent} of {offered} input beats and gave {got} of {expected} output beats \
-         in {cycles} cycles, then stopped (check its TREADY/TVALID handshake and TLAST)"
+         in {cycles} cycles, then stopped (check its TREADY/TVALID handshake and TLAST{hint})"
     )]
-    Stream { model: String, sent: usize, offered: usize, got: usize, expected: usize, cycles: u64 },
+    Stream {
+        model: String,
+        sent: usize,
+        offered: usize,
+        got: usize,
+        expected: usize,
+        cycles: u64,
+        hint: String,
+    },
     #[error(
         "the {model} design stopped: {why}\n  fix: the design ran $stop or $fatal (its message is on the \
          server's stdout), or the simulator failed; this run fails, the next gets a fresh instance"

@@ -116,6 +116,7 @@ pub struct SimFile {
     pub top: String,
     pub clock: Option<String>,
     pub reset: Option<String>,
+    pub reset_active: Option<Spanned<String>>,
     pub input: Option<String>,
     pub output: Option<String>,
     pub last: Option<Spanned<String>>,

@@ -592,6 +592,20 @@ impl Checker<'_> {
             Some(n) if n.is_empty() => None,
             Some(n) => Some(n.clone()),
         };
+        let reset_active_high = match r.reset_active.as_ref().map(|l| l.get_ref().as_str()) {
+            None | Some("low") => false,
+            Some("high") => true,
+            Some(other) => {
+                let span = r.reset_active.as_ref().map_or(s.span(), |l| l.span());
+                let fix = "write reset_active = \"low\" (ap_rst_n, the default) or \"high\" (rst)";
+                return Err(self.err(
+                    span,
+                    "fpga.sim.reset_active",
+                    format!("'{other}' is not a level"),
+                    fix,
+                ));
+            }
+        };
         let mut scalars = (Vec::new(), Vec::new());
         for (port, dim) in r.scalars.as_ref().map(|m| m.get_ref().iter()).into_iter().flatten() {
             let Some(i) = dims.iter().position(|d| &d.name == dim) else {
@@ -605,6 +619,7 @@ impl Checker<'_> {
         let ports = AxisPorts {
             clock: r.clock.clone().unwrap_or(d.clock),
             reset,
+            reset_active_high,
             input: r.input.clone().unwrap_or(d.input),
             output: r.output.clone().unwrap_or(d.output),
             scalars: scalars.0,
