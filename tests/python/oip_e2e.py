@@ -409,8 +409,8 @@ def check_grpc_model_ready(client, model, token):
 
 def check_server_metadata_fields(name, extensions, how):
     assert name == "spork", f"{how}: server name {name!r}, expected 'spork'"
-    assert "binary_tensor_data" in extensions, \
-        f"{how}: extensions {list(extensions)} lack 'binary_tensor_data'"
+    for extension in ("binary_tensor_data", "model_repository", "model_configuration"):
+        assert extension in extensions, f"{how}: extensions {list(extensions)} lack {extension!r}"
 
 
 def check_http_server_metadata(client, token):
@@ -470,6 +470,31 @@ def check_grpc_model_metadata(client, model, token):
                                     f"gRPC (version {version!r})")
 
 
+def triton_datatype(data_type):
+    """The protocol datatype of a Triton TYPE_ name (TYPE_STRING is BYTES)."""
+    name = data_type[len("TYPE_"):] if data_type.startswith("TYPE_") else data_type
+    return "BYTES" if name == "STRING" else name
+
+
+def check_http_model_config(client, model, token):
+    """tritonclient.http get_model_config: the model's tensors as its metadata gives them."""
+    cfg = client.get_model_config(model, headers=http_auth(token))
+    assert cfg.get("max_batch_size") == 0, f"HTTP config: max_batch_size {cfg.get('max_batch_size')}"
+    tensors = lambda ts: [(t["name"], triton_datatype(t["data_type"]), t["dims"]) for t in ts]
+    check_model_metadata_fields(model, cfg.get("name"), [VERSION], tensors(cfg.get("input", [])),
+                                tensors(cfg.get("output", [])), "HTTP config")
+
+
+def check_grpc_model_config(client, model, token):
+    """tritonclient.grpc get_model_config: Triton's ModelConfig message, read by Triton's own proto."""
+    from tritonclient.grpc import model_config_pb2
+    cfg = client.get_model_config(model, headers=grpc_auth(token), client_timeout=TIMEOUT_S).config
+    name_of = model_config_pb2.DataType.Name
+    tensors = lambda ts: [(t.name, triton_datatype(name_of(t.data_type)), list(t.dims)) for t in ts]
+    check_model_metadata_fields(model, cfg.name, [VERSION], tensors(cfg.input), tensors(cfg.output),
+                                "gRPC config")
+
+
 def part_a(args, cases, http_client, grpc_client):
     """Health, metadata and every case over every transport variant."""
     checks = Checks("A")
@@ -483,6 +508,8 @@ def part_a(args, cases, http_client, grpc_client):
         checks.run(f"gRPC {model} ready", check_grpc_model_ready, grpc_client, model, t)
         checks.run(f"HTTP {model} metadata", check_http_model_metadata, http_client, model, t)
         checks.run(f"gRPC {model} metadata", check_grpc_model_metadata, grpc_client, model, t)
+        checks.run(f"HTTP {model} config", check_http_model_config, http_client, model, t)
+        checks.run(f"gRPC {model} config", check_grpc_model_config, grpc_client, model, t)
     variants = [
         ("HTTP binary", check_case_http_binary, http_client),
         ("HTTP binary requested", check_case_http_binary_requested, http_client),

@@ -90,6 +90,8 @@ unbounded!(
     proto::ServerMetadataResponse,
     proto::ModelMetadataRequest,
     proto::ModelMetadataResponse,
+    proto::ModelConfigRequest,
+    proto::ModelConfigResponse,
     proto::ModelInferResponse,
     proto::RepositoryIndexRequest,
     proto::RepositoryIndexResponse,

@@ -150,8 +150,17 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(ServerMetadataResponse {
             name: "spork".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: vec!["binary_tensor_data".into(), "parameters".into()],
+            extensions: super::config::EXTENSIONS.iter().map(|e| e.to_string()).collect(),
         }))
+    }
+
+    async fn model_config(
+        &self,
+        req: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        let r = req.get_ref();
+        let m = self.server.model(&r.name, Some(&r.version))?;
+        Ok(Response::new(ModelConfigResponse { config: Some(super::config::message(&m)) }))
     }
 
     async fn model_metadata(

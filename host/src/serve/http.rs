@@ -32,6 +32,8 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/v2/health/ready", get(ready))
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata_v))
+        .route("/v2/models/{name}/config", get(model_config))
+        .route("/v2/models/{name}/versions/{version}/config", get(model_config_v))
         .route("/v2/models/{name}/ready", get(model_ready))
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_v))
         .route("/v2/models/{name}/infer", post(infer))
@@ -104,7 +106,7 @@ async fn server_metadata() -> Response {
     axum::Json(json!({
         "name": "spork",
         "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data", "parameters"],
+        "extensions": super::config::EXTENSIONS,
     }))
     .into_response()
 }
@@ -123,6 +125,20 @@ async fn model_metadata(State(s): State<Arc<Server>>, Path(name): Path<String>) 
 
 async fn model_metadata_v(State(s): State<Arc<Server>>, Path((name, v)): Path<(String, String)>) -> Response {
     metadata(&s, &name, Some(&v))
+}
+
+async fn model_config(State(s): State<Arc<Server>>, Path(name): Path<String>) -> Response {
+    match s.model(&name, None) {
+        Ok(m) => axum::Json(super::config::json(&m)).into_response(),
+        Err(e) => error(e),
+    }
+}
+
+async fn model_config_v(State(s): State<Arc<Server>>, Path((name, v)): Path<(String, String)>) -> Response {
+    match s.model(&name, Some(&v)) {
+        Ok(m) => axum::Json(super::config::json(&m)).into_response(),
+        Err(e) => error(e),
+    }
 }
 
 fn metadata(s: &Server, name: &str, version: Option<&str>) -> Response {

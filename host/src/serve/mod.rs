@@ -16,6 +16,7 @@ pub mod activity;
 pub mod answer_json;
 pub mod budget;
 pub mod coalesce;
+pub mod config;
 pub mod control;
 pub mod error;
 pub mod frames;
