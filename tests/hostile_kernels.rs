@@ -524,3 +524,54 @@ fn load_calls_dropped_mid_build_run_one_at_a_time_with_bounded_threads() {
     assert!(status == 200 || (status == 503 && body.contains("one")), "{status} {body}");
     assert!(serve.alive());
 }
+
+/// `spork load` drives a user's model of two inputs (satadd), given the repository the server was:
+/// its requests carry every input, over HTTP and gRPC, and all are answered. A name in neither
+/// Spork's own models nor the repository is refused naming the fix.
+#[test]
+fn spork_load_drives_a_repository_model_over_both_protocols() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    satadd_as(&repo, "satadd", |t| t.replace("Saturating", "Good saturating"));
+    let serve = Serve::start(&repo, &tmp.path().join("cache"), &[]);
+    let grpc = {
+        let log = serve.log.lock().expect("log").clone();
+        let line = log.lines().find(|l| l.contains("gRPC on")).unwrap_or_default().to_string();
+        line.split("gRPC on ")
+            .nth(1)
+            .and_then(|r| r.split([',', ' ', ';']).next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    for (protocol, target) in [("http", serve.http.to_string()), ("grpc", grpc)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["load", "--model", "satadd", "--protocol", protocol, "--target", &target])
+            .args([
+                "--duration",
+                "2s",
+                "--rate",
+                "50",
+                "--deadline-ms",
+                "2000",
+                "--json",
+                "--model-repository",
+            ])
+            .arg(&repo)
+            .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+            .output()
+            .expect("spork load runs");
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{protocol}: {text}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert!(v["sent"].as_u64().is_some_and(|n| n > 50), "{protocol}: {v}");
+        assert_eq!(v["ok"], v["sent"], "{protocol}: {v}");
+    }
+    let unknown = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["load", "--model", "nosuch", "--duration", "1s", "--model-repository"])
+        .arg(&repo)
+        .output()
+        .expect("spork load runs");
+    let e = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success() && e.contains("--model-repository DIR"), "{e}");
+}

@@ -11,7 +11,7 @@ use spork::backend::Board;
 use spork::datapath::work::Payload;
 use spork::engine::Plan;
 use spork::load::Protocol;
-use spork::load::body::tensor;
+use spork::load::body::tensors;
 use spork::policy::Scheduler;
 use spork::serve::budget::Reservation;
 use spork::serve::server::{InferRequest, Server};
@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let server = Arc::clone(&running.server);
     let payload = Payload::Vectors(vec![(0..64).collect()]);
-    let wire = tensor(&payload);
+    let wire = tensors(&payload);
     let http =
         rt.block_on(spork::load::client_for(Protocol::Http, running.http, "dense")).expect("http client");
     let grpc =

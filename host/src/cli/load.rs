@@ -22,9 +22,14 @@ pub struct Args {
     /// `http` (binary tensors) or `grpc`.
     #[arg(long, default_value = "http", value_parser = parse_protocol)]
     protocol: Protocol,
-    /// The model every request runs: sobel, bloom or dense.
-    #[arg(long, default_value = "sobel", value_parser = super::run::parse_kernel)]
-    model: Kernel,
+    /// The model every request runs: one of Spork's own (sobel, bloom or dense), or a folder of
+    /// --model-repository (its model.toml gives the inputs, random of the sizes the trace asks).
+    #[arg(long, default_value = "sobel")]
+    model: String,
+    /// The repository holding --model, as the server was given it: the model's CPU code sizes and
+    /// builds its requests here.
+    #[arg(long, value_name = "DIR")]
+    model_repository: Option<PathBuf>,
     #[command(flatten)]
     workload: LiveTrace,
     /// `deadline_ms` sent with each request [default: the server's, its deadline factor times the
@@ -68,6 +73,31 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
     }
 }
 
+/// The image requests are built from: a repository's model, or a built-in kernel's (seed 0, the
+/// server's: bloom documents draw terms from its profile).
+fn image(args: &Args) -> anyhow::Result<KernelImage> {
+    use spork::repository::kernel::RepoKernel;
+    let name = args.model.as_str();
+    if let Some(repo) = &args.model_repository {
+        let dir = repo.join(name);
+        if spork::repository::spec::valid_model_name(name) && dir.join("model.toml").is_file() {
+            let spec = spork::repository::spec::load(&dir)?;
+            return Ok(KernelImage::repo(Arc::new(RepoKernel::load(spec, false)?)));
+        }
+    }
+    match Kernel::from_name(&name.to_ascii_lowercase()) {
+        Some(k) => Ok(KernelImage::new(k, 0)),
+        None => bail!(
+            "--model {name}: not one of Spork's own models (sobel, bloom, dense){} (fix: give --model-repository DIR \
+             holding its folder, as the server was given it)",
+            match &args.model_repository {
+                Some(r) => format!(" nor a model folder of {}", r.display()),
+                None => String::new(),
+            }
+        ),
+    }
+}
+
 /// The load run's settings; `target` is where the server listens.
 pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
     if !(1..=100_000).contains(&args.max_in_flight) {
@@ -79,8 +109,7 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
         bail!("--deadline-ms {d} must be a positive number of milliseconds");
     }
     let (requests, _) = args.workload.requests()?;
-    // The server's image (seed 0): bloom documents draw terms from its profile.
-    let image = Arc::new(KernelImage::new(args.model, 0));
+    let image = Arc::new(image(args)?);
     let items_per_sec = match args.items_per_sec {
         Some(n) if n.is_finite() && n >= 1.0 => n,
         Some(n) => bail!("--items-per-sec {n} must be a number of items per second, at least 1"),

@@ -1,5 +1,6 @@
-//! A request's inputs as the protocol's tensors: the first input of the model (`image`, `documents`,
-//! `vectors`) as raw little-endian bytes, for the HTTP binary extension and gRPC raw contents alike.
+//! A request's inputs as the protocol's tensors (a built-in kernel's one input, `image`,
+//! `documents` or `vectors`; every input of a repository model) as raw little-endian bytes, for the
+//! HTTP binary extension and gRPC raw contents alike.
 
 use crate::datapath::work::Payload;
 
@@ -16,8 +17,23 @@ pub struct WireTensor {
     pub data: bytes::Bytes,
 }
 
-/// `payload` as its model's first input.
-pub fn tensor(payload: &Payload) -> WireTensor {
+/// `payload` as its model's inputs.
+pub fn tensors(payload: &Payload) -> Vec<WireTensor> {
+    let Payload::Tensors(t) = payload else { return vec![builtin(payload)] };
+    t.inputs
+        .iter()
+        .zip(t.names.iter())
+        .map(|(b, name)| WireTensor {
+            name: name.clone(),
+            datatype: b.dtype.name(),
+            shape: b.shape.iter().map(|&d| d as i64).collect(),
+            data: bytes::Bytes::copy_from_slice(b.bytes()),
+        })
+        .collect()
+}
+
+/// A built-in kernel's `payload` as its one input.
+fn builtin(payload: &Payload) -> WireTensor {
     match payload {
         Payload::Image { pixels, width } => WireTensor {
             name: "image".into(),
@@ -45,37 +61,30 @@ pub fn tensor(payload: &Payload) -> WireTensor {
             shape: vec![x.len() as i64, x.first().map_or(0, Vec::len) as i64],
             data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into(),
         },
-        // A repository model's first input (a load of a one-input model).
-        Payload::Tensors(t) => {
-            let first = t.inputs.first();
-            WireTensor {
-                name: t.names.first().cloned().unwrap_or_default(),
-                datatype: first.map_or("UINT8", |b| b.dtype.name()),
-                shape: first.map_or_else(Vec::new, |b| b.shape.iter().map(|&d| d as i64).collect()),
-                data: first.map_or_else(bytes::Bytes::new, |b| bytes::Bytes::copy_from_slice(b.bytes())),
-            }
-        }
+        Payload::Tensors(_) => unreachable!("tensors() takes a repository model's inputs"),
     }
 }
 
 /// The HTTP body: the JSON header, then the tensor's bytes (the binary tensor data extension);
 /// returns the body and the JSON part's length.
-pub fn http_body(t: &WireTensor, deadline_ms: Option<f64>) -> (Vec<u8>, usize) {
+pub fn http_body(ts: &[WireTensor], deadline_ms: Option<f64>) -> (Vec<u8>, usize) {
     let mut params = serde_json::json!({ "binary_data_output": true });
     if let Some(d) = deadline_ms {
         params["deadline_ms"] = serde_json::json!(d);
     }
     let head = serde_json::json!({
-        "inputs": [{
+        "inputs": ts.iter().map(|t| serde_json::json!({
             "name": t.name,
             "datatype": t.datatype,
             "shape": t.shape,
             "parameters": { "binary_data_size": t.data.len() },
-        }],
+        })).collect::<Vec<_>>(),
         "parameters": params,
     });
     let mut body = serde_json::to_vec(&head).unwrap_or_default();
     let len = body.len();
-    body.extend_from_slice(&t.data);
+    for t in ts {
+        body.extend_from_slice(&t.data);
+    }
     (body, len)
 }

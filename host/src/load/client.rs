@@ -141,7 +141,7 @@ impl Client {
     }
 
     /// Sends one inference.
-    pub async fn infer(&self, t: &WireTensor, deadline_ms: Option<f64>) -> Outcome {
+    pub async fn infer(&self, t: &[WireTensor], deadline_ms: Option<f64>) -> Outcome {
         match self {
             Client::Http { client, url, auth } => http(client, url, auth.as_deref(), t, deadline_ms).await,
             Client::Grpc { client, model, auth } => {
@@ -155,7 +155,7 @@ async fn http(
     client: &HyperClient<HttpConnector, Full<Bytes>>,
     url: &str,
     auth: Option<&str>,
-    t: &WireTensor,
+    t: &[WireTensor],
     deadline_ms: Option<f64>,
 ) -> Outcome {
     let (body, len) = http_body(t, deadline_ms);
@@ -200,7 +200,7 @@ async fn grpc(
     mut client: GrpcInferenceServiceClient<tonic::transport::Channel>,
     model: &str,
     auth: Option<&str>,
-    t: &WireTensor,
+    ts: &[WireTensor],
     deadline_ms: Option<f64>,
 ) -> Outcome {
     use proto::infer_parameter::ParameterChoice;
@@ -213,13 +213,16 @@ async fn grpc(
     }
     let msg = proto::ModelInferRequest {
         model_name: model.into(),
-        inputs: vec![proto::model_infer_request::InferInputTensor {
-            name: t.name.clone(),
-            datatype: t.datatype.into(),
-            shape: t.shape.clone(),
-            ..Default::default()
-        }],
-        raw_input_contents: vec![t.data.clone()],
+        inputs: ts
+            .iter()
+            .map(|t| proto::model_infer_request::InferInputTensor {
+                name: t.name.clone(),
+                datatype: t.datatype.into(),
+                shape: t.shape.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        raw_input_contents: ts.iter().map(|t| t.data.clone()).collect(),
         parameters,
         ..Default::default()
     };

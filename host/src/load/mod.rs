@@ -180,7 +180,7 @@ fn pace(
 
 /// One request; unanswered after `timeout`, it counts as the error "timeout" (one key for all, so
 /// the report's errors stay a count per kind).
-async fn send(client: &Client, t: &WireTensor, deadline_ms: Option<f64>, timeout: Duration) -> Outcome {
+async fn send(client: &Client, t: &[WireTensor], deadline_ms: Option<f64>, timeout: Duration) -> Outcome {
     match tokio::time::timeout(timeout, client.infer(t, deadline_ms)).await {
         Ok(o) => o,
         Err(_) => Outcome::Error(format!("timeout ({timeout:?})")),
@@ -191,7 +191,7 @@ async fn send(client: &Client, t: &WireTensor, deadline_ms: Option<f64>, timeout
 /// delays a send: a few distinct inputs per request size, reused in turn. Sizes beyond the first
 /// [`SIZES`] distinct ones are built when sent.
 struct Bodies {
-    built: std::collections::HashMap<u64, Vec<Arc<WireTensor>>>,
+    built: std::collections::HashMap<u64, Vec<Arc<Vec<WireTensor>>>>,
 }
 
 /// Distinct request sizes built ahead.
@@ -216,7 +216,7 @@ impl Bodies {
         Bodies { built }
     }
 
-    fn get(&self, cfg: &LoadConfig, r: &Request, i: usize) -> Arc<WireTensor> {
+    fn get(&self, cfg: &LoadConfig, r: &Request, i: usize) -> Arc<Vec<WireTensor>> {
         let items = items(cfg, r);
         match self.built.get(&items) {
             Some(v) => v[i % v.len()].clone(),
@@ -229,8 +229,8 @@ fn items(cfg: &LoadConfig, r: &Request) -> u64 {
     (to_secs(r.size) * cfg.items_per_sec).round().max(1.0) as u64
 }
 
-fn build(cfg: &LoadConfig, items: u64, seed: u64) -> WireTensor {
+fn build(cfg: &LoadConfig, items: u64, seed: u64) -> Vec<WireTensor> {
     use rand::SeedableRng;
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(seed);
-    body::tensor(&cfg.image.payload(items, &mut rng))
+    body::tensors(&cfg.image.payload(items, &mut rng))
 }
