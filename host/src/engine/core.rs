@@ -63,8 +63,10 @@ pub struct Engine {
     margin: Time,
     /// Service booked per type in the current interval (Algorithm 1's F and C).
     work: PerKind<Time>,
-    /// The board's speedup as a live pool's answers show it: applied at each tick.
+    /// The board's speedup as a live pool's answers show it: applied once believed.
     speed: SpeedEstimate,
+    /// The latest arrival seen: requests up to it were booked at the S in force.
+    latest_arrival: Time,
     tally: Tally,
     /// What the run counts beside the tally.
     counts: Counts,
@@ -138,7 +140,8 @@ impl Engine {
             cpu_floor,
             margin: plan.margin,
             work: PerKind::default(),
-            speed: SpeedEstimate::new(platform.fpga.speedup),
+            speed: SpeedEstimate::new(),
+            latest_arrival: 0,
             tally: Tally::default(),
             counts: Counts::default(),
             horizon: 0,
@@ -299,6 +302,7 @@ impl Engine {
     ) -> Arrival {
         self.counts.events += 1;
         self.counts.optional.0 += u64::from(r.optional > 0);
+        self.latest_arrival = self.latest_arrival.max(r.arrival);
         let margin = deadline.map_or(0, |_| self.margin);
         let deadline = deadline.unwrap_or_else(|| r.deadline(self.platform.deadline_factor));
         let estimate = self.estimate_size(&r);
@@ -337,13 +341,16 @@ impl Engine {
 
     /// Live telemetry: a request booked with `estimated` service on `kind` actually took `actual`;
     /// the interval's work that the allocator reads is corrected by the difference.
-    /// With `work`, the CPU-seconds the request was booked as, the same is evidence of the board's
+    /// On a board, with `arrival`, when the request arrived, the same is evidence of the board's
     /// speedup, applied once believed ([`crate::policy::speed`]).
-    pub fn observe_service(&mut self, kind: Kind, estimated: Time, work: Time, actual: Time) {
+    pub fn observe_service(&mut self, kind: Kind, estimated: Time, arrival: Time, actual: Time) {
         let w = &mut self.work[kind];
         // Saturating: `actual` may be a worker host's report.
         *w = w.saturating_add(actual).saturating_sub(estimated);
-        self.speed.observe(kind, estimated, work, actual);
+        if kind != Kind::Fpga {
+            return;
+        }
+        self.speed.observe(arrival, estimated, actual);
         if let Some(s) = self.speed.revised(self.platform.fpga.speedup) {
             self.respeed(s);
         }
@@ -354,6 +361,7 @@ impl Engine {
     fn respeed(&mut self, s: f64) {
         self.platform.fpga.speedup = s;
         self.allocator.respeed(&self.platform);
+        self.speed.changed(self.latest_arrival);
     }
 
     /// Live telemetry: worker `id`'s real queue drains at `drains_at`. Later than the pool's booking

@@ -108,11 +108,6 @@ impl Assignment {
         self.finish - self.start
     }
 
-    /// The CPU-seconds it was booked as: its size, and its optional part's when that runs.
-    pub fn work(&self) -> Time {
-        self.request.size + if self.optional() { self.request.optional } else { 0 }
-    }
-
     /// Its share of its invocation's service: all of it alone, an even split in a batch (what a
     /// queue's backlog and the allocator's telemetry count per request, so a batch counts once).
     pub fn share(&self) -> Time {

@@ -236,7 +236,7 @@ fn spork_e_with_boards_at(truth: f64, intervals: u64) -> (Vec<u32>, f64) {
                     let booked = a.finish - a.start;
                     let size = a.request.size as f64;
                     let took = if a.kind == Kind::Fpga { (size / truth) as Time } else { booked };
-                    e.observe_service(a.kind, booked, a.request.size, took);
+                    e.observe_service(a.kind, booked, a.request.arrival, took);
                 }
             }
         }

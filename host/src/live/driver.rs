@@ -506,7 +506,7 @@ impl Run<'_> {
         };
         // A batch's members share its one invocation: each counts its share.
         let members = Time::from(o.booked.batch.max(1));
-        self.engine.observe_service(d.kind, o.booked.share(), o.booked.work(), took / members);
+        self.engine.observe_service(d.kind, o.booked.share(), o.booked.request.arrival, took / members);
         if let (Kind::Cpu, Inputs::Given(work)) = (d.kind, &o.inputs) {
             let items = work.mandatory.items() + answer.optional.as_ref().map_or(0, |_| optional_items(work));
             if let Some(error) = self.engine.observe_client(items, took) {
