@@ -346,6 +346,14 @@ fn an_active_high_reset_is_described_and_a_design_held_in_reset_is_named() {
     let held = kernel(&["check"], &dir, &cache);
     assert!(!held.status.success());
     assert!(text(&held).contains("reset_active = \"high\""), "{}", text(&held));
+    std::fs::write(&toml, with("\nreset_active = \"medium\"")).expect("write");
+    let bad = kernel(&["check"], &dir, &cache);
+    let t = text(&bad);
+    assert!(
+        !bad.status.success() && t.contains("model.toml:") && t.contains("'medium' is not a level"),
+        "{t}"
+    );
+    assert!(t.contains("fix: write reset_active"), "{t}");
     std::fs::write(&toml, with("\nreset_active = \"high\"")).expect("write");
     let ok = kernel(&["check"], &dir, &cache);
     assert!(ok.status.success() && text(&ok).contains("requests match"), "{}", text(&ok));

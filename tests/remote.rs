@@ -7,6 +7,10 @@
 #[path = "support/pki.rs"]
 mod pki;
 
+#[path = "support/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -64,8 +68,7 @@ fn host(tls: Option<TlsFiles>) -> RunningHost {
 /// name, another by its digest.
 fn altered_copy(name: &str, to: &std::path::Path) {
     let from = spork::repository::own::dir().expect("written to the cache").join(name);
-    let copy = std::process::Command::new("cp").arg("-r").arg(&from).arg(to).status().expect("cp");
-    assert!(copy.success());
+    fixtures::copy_dir(&from, to);
     let c = to.join("cpu").join(format!("{name}.c"));
     let text = std::fs::read_to_string(&c).expect("its C source");
     std::fs::write(&c, format!("{text}\n/* another build */\n")).expect("write");
@@ -79,22 +82,8 @@ fn a_host_whose_model_of_that_name_is_other_code_refuses_the_lease_naming_both_d
     let theirs = Arc::new(RepoKernel::load(spec, false).expect("builds"));
     let ours = own("sobel");
     assert_ne!(theirs.digest, ours.digest);
-    let h = worker_host::start(HostConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        probe: None,
-        tls: None,
-        insecure: false,
-        offer: Offer {
-            cpu: 1,
-            fpga: 0,
-            boards: HashMap::new(),
-            platform: Platform::default(),
-            lease_timeout: Duration::from_secs(10),
-            models: HashMap::from([("sobel".to_string(), theirs.clone())]),
-        },
-        board: "model".into(),
-    })
-    .expect("the worker host starts");
+    let models = HashMap::from([("sobel".to_string(), theirs.clone())]);
+    let h = worker_host::start(one_cpu_host("127.0.0.1:0", models)).expect("the worker host starts");
     let hosts = hosts(h.addr, None);
     let mut slot = RemoteSlot::new(Kind::Cpu, hosts.clone(), &CAL, Duration::ZERO);
     let e = slot.configure(&KernelImage::repo(ours.clone())).expect_err("another build of sobel");
@@ -106,6 +95,25 @@ fn a_host_whose_model_of_that_name_is_other_code_refuses_the_lease_naming_both_d
     let mut slot = RemoteSlot::new(Kind::Cpu, hosts, &CAL, Duration::ZERO);
     slot.configure(&KernelImage::repo(theirs)).expect("the same digest");
     h.stop();
+}
+
+/// A worker host on `listen` with one CPU slot, no board, plaintext, serving `models`.
+fn one_cpu_host(listen: &str, models: HashMap<String, Arc<RepoKernel>>) -> HostConfig {
+    HostConfig {
+        listen: listen.parse().unwrap(),
+        probe: None,
+        tls: None,
+        insecure: false,
+        offer: Offer {
+            cpu: 1,
+            fpga: 0,
+            boards: HashMap::new(),
+            platform: Platform::default(),
+            lease_timeout: Duration::from_secs(10),
+            models,
+        },
+        board: "model".into(),
+    }
 }
 
 fn hosts(addr: std::net::SocketAddr, tls: Option<(TlsFiles, String)>) -> Hosts {
@@ -347,23 +355,7 @@ fn mutual_tls_admits_the_right_certificates_and_refuses_the_rest() {
 
 #[test]
 fn plaintext_outside_loopback_is_refused_with_the_fix() {
-    let err = worker_host::start(HostConfig {
-        listen: "0.0.0.0:0".parse().unwrap(),
-        probe: None,
-        tls: None,
-        insecure: false,
-        offer: Offer {
-            cpu: 1,
-            fpga: 0,
-            boards: HashMap::new(),
-            platform: Platform::default(),
-            lease_timeout: Duration::from_secs(10),
-            models: Default::default(),
-        },
-        board: "cpu".into(),
-    })
-    .err()
-    .expect("refused");
+    let err = worker_host::start(one_cpu_host("0.0.0.0:0", HashMap::new())).err().expect("refused");
     assert!(err.to_string().contains("mutual TLS") && err.to_string().contains("--insecure"), "{err}");
     let cfg = RemoteConfig::new(vec!["10.9.8.7:7070".parse().unwrap()], None, false);
     let err = Hosts::start(cfg).expect_err("refused").to_string();
