@@ -68,7 +68,8 @@ fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, si
     LoadConfig {
         target,
         protocol: Protocol::Http,
-        image: k.image.clone(),
+        model: k.model.name().to_string(),
+        inputs: spork::load::Inputs::Kernel(k.image.clone()),
         requests,
         items_per_sec: k.calibration.items_per_sec,
         ask_server: false,
@@ -78,6 +79,7 @@ fn load(target: std::net::SocketAddr, k: &Kernelled, seconds: f64, rate: f64, si
         timeout: Duration::from_secs(30),
         seed: 9,
         priority: Default::default(),
+        check: false,
     }
 }
 

@@ -22,7 +22,7 @@ fn sysfs() -> PathBuf {
 }
 
 fn loopback() -> &'static str {
-    env!("SPORK_XRT_LOOPBACK")
+    spork::XRT_LOOPBACK
 }
 
 /// `spork` with the loopback XRT in front of the real one.

@@ -28,6 +28,30 @@ fn sobel_matches_the_reference_on_10000_images() {
 }
 
 #[test]
+fn sobel8_matches_the_reference_on_3000_images_of_every_row_remainder() {
+    let model = Model::load("sobel8").expect("model");
+    let mut rtl = spork_sim::sobel8::Sobel8::new(&model).expect("ports");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(8);
+    let mut remainders = [0usize; 8];
+    for n in 0..3_000 {
+        // Mostly small images of every width modulo 8; every 300th spans the line buffers' whole
+        // depth (4,096) or a camera row (1,920), or is one pixel short of a beat (4,095).
+        let (w, h) = match n % 300 {
+            0 => (4096, 4),
+            100 => (1920, 5),
+            200 => (4095, 3),
+            _ => (rng.random_range(3..=70), rng.random_range(3..=8)),
+        };
+        let img = inputs::image(&mut rng, w, h);
+        let want = spork_golden::sobel::sobel_wide(&img, w).expect("shape");
+        let got = rtl.run(&img, w).expect("rtl");
+        assert_eq!(got.output, want, "image {n} ({w}x{h})");
+        remainders[w % 8] += 1;
+    }
+    assert!(remainders.iter().all(|&r| r > 100), "every row remainder seen: {remainders:?}");
+}
+
+#[test]
 fn bloom_matches_the_reference_on_10000_documents() {
     let model = Model::load("bloom").expect("model");
     let mut rtl = Bloom::new(&model).expect("ports");
@@ -49,6 +73,28 @@ fn bloom_matches_the_reference_on_10000_documents() {
 }
 
 #[test]
+fn bloom8_matches_the_reference_on_10000_documents_of_every_lane_remainder() {
+    let model = Model::load("bloom8").expect("model");
+    let mut rtl = spork_sim::bloom8::Bloom8::new(&model).expect("ports");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    for batch in 0..20 {
+        let terms = rng.random_range(1..200);
+        let (profile, interests) = inputs::profile(&mut rng, terms);
+        rtl.load_profile(&profile);
+        // Lengths 0..=80: empty documents, every count of lanes in a last beat, and up to ten beats.
+        let docs: Vec<Vec<u32>> = (0..500)
+            .map(|_| {
+                let len = rng.random_range(0..=80);
+                inputs::document(&mut rng, &interests, len)
+            })
+            .collect();
+        let want: Vec<u16> = docs.iter().map(|d| profile.score(d)).collect();
+        let got = rtl.score(&docs).expect("rtl");
+        first_mismatch(&got.output, &want, &docs, batch);
+    }
+}
+
+#[test]
 fn dense_matches_the_reference_on_10000_vectors() {
     let model = Model::load("dense").expect("model");
     let mut rtl = Dense::new(&model).expect("ports");
@@ -63,6 +109,26 @@ fn dense_matches_the_reference_on_10000_vectors() {
             })
             .collect();
         let want: Vec<_> = xs.iter().map(|x| layer.forward(x).expect("shape")).collect();
+        let got = rtl.forward(&xs).expect("rtl");
+        first_mismatch(&got.output, &want, &xs, batch);
+    }
+}
+
+#[test]
+fn dense32_matches_the_reference_on_10000_vectors_of_every_lane_remainder() {
+    let model = Model::load("dense32").expect("model");
+    let mut rtl = spork_sim::dense32::Dense32::new(&model).expect("ports");
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+    for batch in 0..10 {
+        let layer = inputs::layer(&mut rng);
+        rtl.load(&layer);
+        let xs: Vec<Vec<i16>> = (0..1000)
+            .map(|_| {
+                let len = rng.random_range(1..=64);
+                inputs::vector(&mut rng, len)
+            })
+            .collect();
+        let want: Vec<[i16; 8]> = xs.iter().map(|x| layer.forward(x).expect("shape")).collect();
         let got = rtl.forward(&xs).expect("rtl");
         first_mismatch(&got.output, &want, &xs, batch);
     }

@@ -1,6 +1,6 @@
 //! `spork bench`: the evaluator's speed in simulated requests per second.
 
-use super::simulate::parse_schedulers;
+use super::pool_args::parse_schedulers;
 use serde::Serialize;
 use spork::evaluate::{Plan, evaluate};
 use spork::model::Platform;

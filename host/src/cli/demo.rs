@@ -113,7 +113,8 @@ fn one(
     let load = spork::load::LoadConfig {
         target: if protocol == Protocol::Grpc { running.grpc } else { running.http },
         protocol,
-        image: kernel.image.clone(),
+        model: kernel.model.name().to_string(),
+        inputs: spork::load::Inputs::Kernel(kernel.image.clone()),
         requests,
         items_per_sec: kernel.calibration.items_per_sec,
         ask_server: false,
@@ -123,6 +124,7 @@ fn one(
         timeout: Duration::from_secs(10),
         seed: args.workload.seed,
         priority: Default::default(),
+        check: false,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let report = rt.block_on(spork::load::run(load)).context("the load run")?;

@@ -270,6 +270,9 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
             agfi: None,
             measured,
             timing,
+            decision_latency_cycles: (name == "dispatch")
+                .then(|| spork_sim::measure::decision_latency(&model))
+                .transpose()?,
         };
         std::fs::write(&manifest_path, m.to_toml())
             .with_context(|| format!("writing {}", manifest_path.display()))?;

@@ -22,6 +22,9 @@ pub enum Command {
         /// Where to create the folder (a model repository).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
+        /// Elements per stream beat, 1..=16 (the skeleton's RTL handles this many per cycle).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+        lanes: u32,
     },
     /// Co-simulate the RTL against the CPU code on random requests and on the edge shapes (every
     /// dimension at its minimum, then its maximum); report the first mismatch and the cycles per item.
@@ -71,7 +74,7 @@ pub enum Command {
 /// Runs a `spork kernel` subcommand.
 pub fn run(cmd: Command) -> anyhow::Result<()> {
     match cmd {
-        Command::New { name, dir } => new(&name, &dir),
+        Command::New { name, dir, lanes } => new(&name, &dir, lanes),
         Command::Check { dir, requests, seed, cap } => check(&dir, CheckOptions { requests, seed, cap }),
         Command::Synth { dir, clock_mhz } => synth(&dir, clock_mhz),
         Command::Lint { dir } => lint(&dir),
@@ -94,7 +97,7 @@ const TEMPLATE: [(&str, &str); 6] = [
     ("README.md", include_str!("../../assets/kernel-template/README.md")),
 ];
 
-fn new(name: &str, parent: &Path) -> anyhow::Result<()> {
+fn new(name: &str, parent: &Path, lanes: u32) -> anyhow::Result<()> {
     if !is_identifier(name) {
         bail!(
             "'{name}' is not a model name: use letters, digits and _ (starting with a letter); it names a Verilog module"
@@ -108,8 +111,10 @@ fn new(name: &str, parent: &Path) -> anyhow::Result<()> {
     let abi = abi.canonicalize().unwrap_or(abi);
     for (path, text) in TEMPLATE.into_iter().chain([("cpu/spork_kernel.h", HEADER)]) {
         let path = dir.join(path.replace("{{name}}", name));
-        let text =
-            text.replace("{{name}}", name).replace("{{spork_kernel_path}}", &abi.display().to_string());
+        let text = text
+            .replace("{{name}}", name)
+            .replace("{{lanes}}", &lanes.to_string())
+            .replace("{{spork_kernel_path}}", &abi.display().to_string());
         std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -171,6 +176,7 @@ fn synth(dir: &Path, clock_mhz: f64) -> anyhow::Result<()> {
         agfi: None,
         measured: None,
         timing: None,
+        decision_latency_cycles: None,
     };
     let path = spec.dir.join("synth.toml");
     std::fs::write(&path, m.to_toml()).with_context(|| format!("writing {}", path.display()))?;
@@ -233,7 +239,7 @@ fn package(dir: &Path, out: Option<PathBuf>) -> anyhow::Result<()> {
     let sim = spec.sim.as_ref().with_context(|| format!("{} has no [fpga.sim] to package", spec.name))?;
     // The design's own port widths, from its verilated model.
     let rtl = Rtl::load(&spec, sim)?;
-    let width = |name: &str| rtl.model.ports().iter().find(|p| p.name == name).map_or(64, |p| p.width);
+    let width = |name: &str| rtl.model.ports().iter().find(|p| p.name == name).map_or(0, |p| p.width);
     let text = spork::repository::vitis::top(&spec, width)?;
     let out = out.unwrap_or_else(|| spec.dir.join("vitis"));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use spork::datapath::work::KernelImage;
-use spork::load::{LoadConfig, LoadReport, Protocol};
+use spork::load::described::{self, Data, Given};
+use spork::load::{Inputs, LoadConfig, LoadReport, Protocol};
 use spork::priority::Priority;
 use spork_golden::Kernel;
 
@@ -22,10 +23,21 @@ pub struct Args {
     /// `http` (binary tensors) or `grpc`.
     #[arg(long, default_value = "http", value_parser = parse_protocol)]
     protocol: Protocol,
-    /// The model every request runs: one of Spork's own (sobel, bloom or dense), or a folder of
-    /// --model-repository (its model.toml gives the inputs, random of the sizes the trace asks).
+    /// The model every request runs: one of Spork's own (sobel, bloom or dense), a folder of
+    /// --model-repository (its model.toml gives the inputs, random of the sizes the trace asks), or
+    /// any model the server serves (its metadata gives the inputs: see --shape and --data).
     #[arg(long, default_value = "sobel")]
     model: String,
+    /// An input's shape, as NAME:DIMS (`image:64x64`, `x:1,1000`); repeatable. Inputs are then drawn
+    /// from the server's description of the model; an input not given has each variable dimension
+    /// sized so that a request holds the items its size asks for.
+    #[arg(long = "shape", value_name = "NAME:DIMS", value_parser = parse_shape)]
+    shapes: Vec<(String, Vec<u64>)>,
+    /// The inputs' data: `random` (within each datatype; floats in [-1, 1)), `zero`, or a JSON file
+    /// in perf_analyzer's form ({"data": [{"NAME": [values] or {"content": [...], "shape": [...]}}]},
+    /// one entry per request, in turn). Inputs are then drawn from the server's description.
+    #[arg(long, value_name = "random|zero|FILE")]
+    data: Option<String>,
     /// The repository holding --model, as the server was given it: the model's CPU code sizes and
     /// builds its requests here.
     #[arg(long, value_name = "DIR")]
@@ -63,6 +75,48 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Compare every answer with --model's CPU code run here on the same inputs (from
+    /// --model-repository); exits 2 if any differs.
+    #[arg(long)]
+    check: bool,
+}
+
+fn parse_shape(s: &str) -> Result<(String, Vec<u64>), String> {
+    let fix = "give NAME:DIMS, e.g. image:64x64 or x:1,1000";
+    let (name, dims) = s.split_once(':').ok_or_else(|| format!("'{s}': {fix}"))?;
+    let dims: Result<Vec<u64>, _> = dims.split(['x', ',']).map(|d| d.trim().parse::<u64>()).collect();
+    match dims {
+        Ok(d) if !name.is_empty() && !d.is_empty() && d.iter().all(|&n| n > 0) => Ok((name.to_string(), d)),
+        _ => Err(format!("'{s}': {fix} (every dimension at least 1)")),
+    }
+}
+
+/// The most bytes of a `--data` file read.
+const DATA_MOST: u64 = 256 << 20;
+
+/// Where the requests' inputs come from: the server's description when --shape or --data is given
+/// or the model is neither Spork's own nor in --model-repository; else a kernel's image here.
+fn inputs(args: &Args) -> anyhow::Result<Inputs> {
+    let served = !args.shapes.is_empty()
+        || args.data.is_some()
+        || (args.model_repository.is_none() && Kernel::from_name(&args.model.to_ascii_lowercase()).is_none());
+    if !served {
+        return Ok(Inputs::Kernel(Arc::new(image(args)?)));
+    }
+    if args.check {
+        bail!(
+            "--check runs the model's CPU code here: give --model-repository DIR holding '{}' (and no --shape or --data)",
+            args.model
+        );
+    }
+    let data = match args.data.as_deref() {
+        None | Some("random") => Data::Random,
+        Some("zero") => Data::Zero,
+        Some(file) => {
+            described::read_data(std::path::Path::new(file), DATA_MOST).map_err(anyhow::Error::msg)?
+        }
+    };
+    Ok(Inputs::Served(Given { shapes: args.shapes.iter().cloned().collect(), data }))
 }
 
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
@@ -109,11 +163,23 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
         bail!("--deadline-ms {d} must be a positive number of milliseconds");
     }
     let (requests, _) = args.workload.requests()?;
-    let image = Arc::new(image(args)?);
-    let items_per_sec = match args.items_per_sec {
-        Some(n) if n.is_finite() && n >= 1.0 => n,
-        Some(n) => bail!("--items-per-sec {n} must be a number of items per second, at least 1"),
-        None => image.calibrate(200_000),
+    let inputs = inputs(args)?;
+    if let Inputs::Kernel(image) = &inputs
+        && args.check
+        && image.kernel.repo().is_none()
+    {
+        bail!(
+            "--check compares answers with a repository model's CPU code: give --model-repository DIR holding \
+             '{}' (Spork's own are in models/)",
+            args.model
+        );
+    }
+    let items_per_sec = match (args.items_per_sec, &inputs) {
+        (Some(n), _) if n.is_finite() && n >= 1.0 => n,
+        (Some(n), _) => bail!("--items-per-sec {n} must be a number of items per second, at least 1"),
+        (None, Inputs::Kernel(image)) => image.calibrate(200_000),
+        // Asked of the server when the run starts (it refuses to guess if the server states none).
+        (None, Inputs::Served(_)) => 1.0,
     };
     let default_port = if args.protocol == Protocol::Grpc { 8001 } else { 8000 };
     let token = match &args.token_file {
@@ -123,7 +189,8 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
     Ok(LoadConfig {
         target: args.target.unwrap_or(SocketAddr::from(([127, 0, 0, 1], default_port))),
         protocol: args.protocol,
-        image,
+        model: args.model.clone(),
+        inputs,
         requests,
         items_per_sec,
         ask_server: args.items_per_sec.is_none(),
@@ -133,6 +200,7 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
         timeout: args.timeout,
         seed: args.workload.seed,
         priority: args.priority,
+        check: args.check,
     })
 }
 
@@ -163,6 +231,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         out!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         out!("{}", table(&[("", &report)]));
+    }
+    if let Some(c) = report.checks.as_ref().filter(|c| c.wrong > 0) {
+        bail!(
+            "{} of {} answers differ from the model's CPU code ({})",
+            c.wrong,
+            report.ok,
+            c.first.join("; ")
+        );
     }
     Ok(())
 }
@@ -209,6 +285,12 @@ pub fn table(runs: &[(&str, &LoadReport)]) -> Table {
             _ => "not reported".into(),
         }
     }));
+    if runs.iter().any(|(_, r)| r.checks.is_some()) {
+        t.add_row(row("answers checked: right / wrong / unchecked", &|r| match &r.checks {
+            Some(c) => format!("{} / {} / {}", c.right, c.wrong, c.unchecked),
+            None => "-".into(),
+        }));
+    }
     t.add_row(row("items per request (sized at items/s, whose)", &|r| {
         format!("{:.0} ({:.4e}, {})", r.mean_items, r.items_per_sec, r.sized_by)
     }));

@@ -10,8 +10,10 @@ macro_rules! out {
     }};
 }
 
+#[cfg(feature = "lab")]
 mod bench;
 mod board_args;
+#[cfg(feature = "lab")]
 mod brownout;
 mod demo;
 mod devices;
@@ -19,14 +21,18 @@ mod hdl;
 mod kernel;
 mod live_trace;
 mod load;
+#[cfg(feature = "lab")]
 mod optimal;
 mod platform_args;
 mod pool_args;
 mod power;
+#[cfg(feature = "lab")]
 mod reproduce;
 mod run;
 mod serve;
+#[cfg(feature = "lab")]
 mod simulate;
+#[cfg(feature = "lab")]
 mod table;
 mod trace;
 mod worker;
@@ -49,13 +55,16 @@ enum Command {
     /// SporkE then CPU-dynamic.
     Demo(demo::Args),
     /// Evaluate schedulers on a trace in virtual time (the paper's discrete-event simulation).
+    #[cfg(feature = "lab")]
     Simulate(simulate::Args),
     /// Generate or inspect trace files.
     #[command(subcommand)]
     Trace(trace::Command),
     /// Solve the MILP optimum of section 3 (Table 3) on a b-model load trace.
+    #[cfg(feature = "lab")]
     Optimal(optimal::Args),
     /// Regenerate every experiment of the paper into a results folder with a report.
+    #[cfg(feature = "lab")]
     Reproduce(reproduce::Args),
     /// Replay a trace live: real CPU worker threads and the simulated board (Verilated RTL), the same
     /// policy as `simulate` in wall time.
@@ -68,8 +77,10 @@ enum Command {
     /// Send a trace to a server, open loop, over HTTP or gRPC; report latency, misses and errors.
     Load(load::Args),
     /// Run the brownout reference scenario (one server, p95 set-point) under one or all controllers.
+    #[cfg(feature = "lab")]
     Brownout(brownout::Args),
     /// Measure the evaluator's speed (simulated requests per second).
+    #[cfg(feature = "lab")]
     Bench(bench::Args),
     /// List this machine's FPGA boards (Alveo, AWS F1) and whether spork can use them.
     Devices(devices::Args),
@@ -88,11 +99,16 @@ enum Command {
 pub fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Demo(a) => demo::run(a),
+        #[cfg(feature = "lab")]
         Command::Simulate(a) => simulate::run(a),
         Command::Trace(c) => trace::run(c),
+        #[cfg(feature = "lab")]
         Command::Optimal(a) => optimal::run(a),
+        #[cfg(feature = "lab")]
         Command::Reproduce(a) => reproduce::run_cmd(a),
+        #[cfg(feature = "lab")]
         Command::Brownout(a) => brownout::run_cmd(a),
+        #[cfg(feature = "lab")]
         Command::Bench(a) => bench::run(a),
         Command::Run(a) => run::run(a),
         Command::Serve(a) => serve::run(a),

@@ -149,3 +149,19 @@ impl PoolArgs {
         Ok(Some(rule))
     }
 }
+
+/// Parses `--scheduler`.
+pub fn parse_schedulers(s: &str) -> anyhow::Result<Vec<Scheduler>> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(Scheduler::PAPER.to_vec());
+    }
+    let list = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(str::parse)
+        .collect::<Result<Vec<Scheduler>, _>>()?;
+    if list.is_empty() {
+        bail!("--scheduler is empty: name at least one of {}", Scheduler::NAMES);
+    }
+    Ok(list)
+}

@@ -23,7 +23,7 @@ use super::board_args::{BoardArg, Images, RealBoard, board, model_board};
 use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
-use super::simulate::parse_schedulers;
+use super::pool_args::parse_schedulers;
 use spork::engine::hardware::EngineKind;
 
 /// Options of `spork run`.

@@ -2,6 +2,7 @@
 
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
+use super::pool_args::parse_schedulers;
 use super::table;
 use super::trace::{TraceArgs, TraceSummary};
 use anyhow::bail;
@@ -9,9 +10,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use spork::evaluate::{Plan, Report, evaluate};
 use spork::model::Platform;
+use spork::policy::DispatcherKind;
 use spork::policy::estimate::{InvalidStatistic, Statistic};
 use spork::policy::release::ReleaseTiming;
-use spork::policy::{DispatcherKind, Scheduler};
 
 /// Options of `spork simulate`.
 #[derive(clap::Args, Debug)]
@@ -82,22 +83,6 @@ struct Output<'a> {
     trace: &'a TraceSummary,
     platform: &'a Platform,
     reports: &'a [Report],
-}
-
-/// Parses `--scheduler`.
-pub fn parse_schedulers(s: &str) -> anyhow::Result<Vec<Scheduler>> {
-    if s.trim().eq_ignore_ascii_case("all") {
-        return Ok(Scheduler::PAPER.to_vec());
-    }
-    let list = s
-        .split(',')
-        .filter(|p| !p.trim().is_empty())
-        .map(str::parse)
-        .collect::<Result<Vec<Scheduler>, _>>()?;
-    if list.is_empty() {
-        bail!("--scheduler is empty: name at least one of {}", Scheduler::NAMES);
-    }
-    Ok(list)
 }
 
 /// Runs `spork simulate`.

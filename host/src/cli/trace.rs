@@ -40,6 +40,7 @@ pub struct TraceSummary {
 
 impl TraceArgs {
     /// Loads or generates the trace.
+    #[cfg(feature = "lab")]
     pub fn load(&self) -> anyhow::Result<(RateTrace, TraceSummary)> {
         let (trace, burstiness) = match &self.trace {
             Some(path) => (file::read(path)?, None),

@@ -1,0 +1,144 @@
+//! The FPGA speedup of a live run, measured rather than assumed: the board's throughput (clock times
+//! items per cycle, from its manifest) over the CPU reference's, timed on this machine.
+
+use crate::backend::bitstream::{Manifest, ManifestLink, Target, manifest_path};
+use crate::datapath::work::{KernelImage, KernelRef};
+use crate::repository::spec::TimingSpec;
+use spork_core::input::InputError;
+use spork_core::model::Platform;
+use spork_core::model::time::from_secs;
+
+/// Table 6's 10 s FPGA reconfiguration would take a third of a short live demo; its 1 s alternative
+/// fits, so a live run uses it unless a profile or flag says otherwise (the start-up line says which).
+pub const LIVE_FPGA_SPIN_UP_S: f64 = 1.0;
+
+/// Why the board's throughput is unknown.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    /// No usable manifest for the kernel on this board, and no clock given.
+    #[error(
+        "the {kernel} kernel's manifest for the {target} board: {source}\n  fix: `spork hdl synth` writes the sim \
+         manifests, scripts/build-xclbin.sh the alveo ones; or give --clock-mhz"
+    )]
+    Manifest {
+        /// The kernel.
+        kernel: String,
+        /// The board type.
+        target: &'static str,
+        /// What went wrong reading it.
+        source: Box<InputError>,
+    },
+    /// A clock that is not a frequency.
+    #[error("--clock-mhz {0} must be a positive frequency")]
+    Clock(f64),
+}
+
+/// The measured throughputs of a live run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// The CPU reference's speed on this machine (items/s): converts request sizes to items.
+    pub items_per_sec: f64,
+    /// The board's clock (Hz).
+    pub clock_hz: f64,
+    /// Items the kernel streams per cycle.
+    pub items_per_cycle: f64,
+}
+
+/// The manifest that describes `image`'s kernel on `target`: a built-in kernel's in `bitstreams/`, a
+/// repository model's when its model.toml names one (`None`: it gives its timing itself, or none).
+fn manifest_of(target: Target, image: &KernelImage) -> Option<std::path::PathBuf> {
+    match &image.kernel {
+        KernelRef::Builtin(k) => Some(manifest_path(target, k.name())),
+        KernelRef::Repo(r) => match &r.spec.timing {
+            Some(TimingSpec::Manifest(p)) => Some(p.clone()),
+            _ => None,
+        },
+    }
+}
+
+impl Calibration {
+    /// The board's clock and items per cycle from `target`'s manifest of `kernel` (`clock_mhz`
+    /// overrides the clock; a real board without a manifest then streams one item per cycle), and
+    /// the CPU reference timed on `items` items of `image`.
+    pub fn measure(
+        target: Target,
+        image: &KernelImage,
+        clock_mhz: Option<f64>,
+        items: u64,
+    ) -> Result<Calibration, CalibrationError> {
+        let path = match (manifest_of(target, image), &image.kernel) {
+            (Some(path), _) => path,
+            (None, KernelRef::Repo(r))
+                if let Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) = &r.spec.timing =>
+            {
+                let mhz = clock_mhz.unwrap_or(*c);
+                return Calibration::checked(image, mhz, *items_per_cycle, items);
+            }
+            // The simulated board counts its own cycles; the speedup estimate assumes one item per
+            // cycle until `spork kernel synth` measures it.
+            (None, _) => return Calibration::checked(image, clock_mhz.unwrap_or(250.0), 1.0, items),
+        };
+        let (manifest_clock, items_per_cycle) = match Manifest::load(&path) {
+            Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
+            Err(_) if clock_mhz.is_some() && target != Target::Sim => (None, 1.0),
+            Err(source) => {
+                return Err(CalibrationError::Manifest {
+                    kernel: image.kernel.name().to_string(),
+                    target: target.name(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let mhz = clock_mhz.or(manifest_clock).unwrap_or(250.0);
+        Calibration::checked(image, mhz, items_per_cycle, items)
+    }
+
+    fn checked(
+        image: &KernelImage,
+        mhz: f64,
+        items_per_cycle: f64,
+        items: u64,
+    ) -> Result<Calibration, CalibrationError> {
+        if !(mhz.is_finite() && mhz > 0.0) {
+            return Err(CalibrationError::Clock(mhz));
+        }
+        Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
+    }
+
+    /// `platform` with what `target`'s manifest of `image`'s kernel says of its board: its compute
+    /// units when the profile left the default one, and its host link when the profile states
+    /// none (a manifest without one: the published XRT/Alveo figures). The link moves the bytes
+    /// this kernel's requests measure per CPU-second here, whatever the profile said.
+    pub fn with_manifest(&self, mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
+        let manifest = manifest_of(target, image).and_then(|p| Manifest::load(&p).ok());
+        if platform.fpga.compute_units == 1
+            && let Some(m) = &manifest
+        {
+            platform.fpga.compute_units = m.compute_units;
+        }
+        let bytes_per_cpu_s = image.bytes_per_item(4096) * self.items_per_sec;
+        let stated = platform.fpga.link.map(|l| spork_core::model::Link { bytes_per_cpu_s, ..l });
+        let link = manifest.and_then(|m| m.link).unwrap_or_else(ManifestLink::published);
+        platform.fpga.link = Some(stated.unwrap_or_else(|| link.link(bytes_per_cpu_s)));
+        platform
+    }
+
+    /// The board's throughput (items/s).
+    pub fn device_items_per_sec(&self) -> f64 {
+        self.clock_hz * self.items_per_cycle
+    }
+
+    /// The FPGA speedup over a CPU worker.
+    pub fn speedup(&self) -> f64 {
+        self.device_items_per_sec() / self.items_per_sec
+    }
+
+    /// `platform` with the measured speedup, and the live FPGA spin-up unless `keep_spin_up`.
+    pub fn apply(&self, mut platform: Platform, keep_spin_up: bool) -> Platform {
+        platform.fpga.speedup = self.speedup();
+        if !keep_spin_up {
+            platform.fpga.spin_up = from_secs(LIVE_FPGA_SPIN_UP_S);
+        }
+        platform
+    }
+}
