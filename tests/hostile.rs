@@ -757,6 +757,113 @@ fn answers_a_zero_window_grpc_client_leaves_unread_are_held_within_the_memory_bu
     budget_given_back(&serve);
 }
 
+/// Sends `framed` on `send` as flow control lets it go: false once the server took none of it for
+/// 3 s (it stopped reading) or the stream ended.
+async fn send_as_allowed(send: &mut h2::SendStream<bytes::Bytes>, framed: &bytes::Bytes) -> bool {
+    let mut at = 0;
+    while at < framed.len() {
+        send.reserve_capacity(framed.len() - at);
+        let room = std::future::poll_fn(|cx| send.poll_capacity(cx));
+        let n = match tokio::time::timeout(Duration::from_secs(3), room).await {
+            Ok(Some(Ok(n))) => n.min(framed.len() - at),
+            _ => return false,
+        };
+        if n > 0 && send.send_data(framed.slice(at..at + n), false).is_err() {
+            return false;
+        }
+        at += n;
+    }
+    true
+}
+
+/// One gRPC stream (`ModelStreamInfer`) from a client that never reads its answers, sending 4 MB
+/// requests (each a 4 MB answer) for as long as the server takes them: the server runs at most 32
+/// of a stream's requests, stops reading it while its answers wait, and each request's bytes are on
+/// the memory budget from its first byte; the process stays within the budget.
+#[test]
+fn a_stream_whose_answers_are_never_read_is_held_within_the_memory_budget() {
+    let budget = 64 * MIB;
+    let serve = Serve::start(&format!("memory_budget = {budget}\n"), &[]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (code, msg) = rt.block_on(grpc_raw(serve.grpc, &sobel_message(16, 16), Some(TOKEN)));
+    assert_eq!(code, "0", "{msg}");
+    let base = serve.peak_rss();
+    let addr = serve.grpc;
+    let message = sobel_message(4096, 1024);
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(&message);
+    let framed = bytes::Bytes::from(framed);
+    let (sent, held) = rt.block_on(async move {
+        let (client, driver) = zero_window(addr).await;
+        let mut client = client.ready().await.expect("ready");
+        let req = http::Request::post("/inference.GRPCInferenceService/ModelStreamInfer")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("authorization", format!("Bearer {TOKEN}"));
+        let (resp, mut send) = client.send_request(req.body(()).expect("request"), false).expect("send");
+        let mut sent = 0;
+        while sent < 200 && send_as_allowed(&mut send, &framed).await {
+            sent += 1;
+        }
+        (sent, (client, driver, resp, send))
+    });
+    let grew = serve.peak_rss().saturating_sub(base);
+    eprintln!("{sent} requests of 4 MB taken before the stream stalled; peak RSS +{} MiB", grew / MIB);
+    assert!(sent < 200, "the server read every message of a stream whose answers nobody reads");
+    assert!(grew < budget + 64 * MIB, "peak RSS grew by {} MiB", grew / MIB);
+    drop(held);
+    drop(rt);
+    budget_given_back(&serve);
+}
+
+/// A stream whose second message declares more than the body limit: the first is answered, the
+/// stream ends RESOURCE_EXHAUSTED at the second's length prefix (its bytes never read), and that
+/// message is counted as refused, once.
+#[test]
+fn a_stream_message_past_the_limit_ends_the_stream_refused_and_counted() {
+    let serve = Serve::start("max_body = 1048576\n", &[]);
+    let before = counted(&serve.metrics(), "spork_requests_refused_total{reason=\"rejected\"}");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let addr = serve.grpc;
+    let (status, answered) = rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (client, conn) = h2::client::handshake(tcp).await.expect("h2");
+        tokio::spawn(conn);
+        let mut client = client.ready().await.expect("ready");
+        let req = http::Request::post("/inference.GRPCInferenceService/ModelStreamInfer")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("authorization", format!("Bearer {TOKEN}"));
+        let (resp, mut send) = client.send_request(req.body(()).expect("request"), false).expect("send");
+        let good = sobel_message(16, 16);
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(&(good.len() as u32).to_be_bytes());
+        framed.extend_from_slice(&good);
+        // The next message declares 64 MiB and sends a few bytes of it.
+        framed.extend_from_slice(&[0, 0x04, 0, 0, 0, 1, 2, 3]);
+        send.reserve_capacity(framed.len());
+        let _ = send.send_data(framed.into(), false);
+        let resp =
+            tokio::time::timeout(Duration::from_secs(30), resp).await.expect("answered").expect("response");
+        let mut body = resp.into_body();
+        let mut answered = 0usize;
+        while let Some(chunk) =
+            tokio::time::timeout(Duration::from_secs(30), body.data()).await.expect("data")
+        {
+            answered += chunk.map(|c| c.len()).unwrap_or(0);
+        }
+        let trailers = body.trailers().await.ok().flatten().unwrap_or_default();
+        let status = trailers.get("grpc-status").map(|v| v.to_str().unwrap_or("").to_string());
+        drop(send);
+        (status, answered)
+    });
+    assert_eq!(status.as_deref(), Some("8"), "RESOURCE_EXHAUSTED at the second message's prefix");
+    assert!(answered > 200, "the first message was answered ({answered} bytes of answers)");
+    let after = counted(&serve.metrics(), "spork_requests_refused_total{reason=\"rejected\"}");
+    assert_eq!(after, before + 1, "the message that broke the stream is counted once");
+}
+
 /// `s` with a receive buffer of `bytes`: what it does not read stays with the server, not in this
 /// machine's kernel.
 fn receive_buffer(s: TcpStream, bytes: libc::c_int) -> TcpStream {

@@ -58,10 +58,11 @@ impl Serve {
         std::thread::spawn(move || {
             use std::io::BufRead;
             for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                // Logged before the address is handed over: the caller reads the log's line at once.
+                kept.lock().expect("log").push_str(&format!("{line}\n"));
                 if let Some(rest) = line.strip_prefix("spork serve: HTTP on ") {
                     let _ = tx.send(rest.split(',').next().unwrap_or_default().trim().to_string());
                 }
-                kept.lock().expect("log").push_str(&format!("{line}\n"));
             }
         });
         let Ok(addr) = rx.recv_timeout(Duration::from_secs(300)) else {
@@ -69,6 +70,14 @@ impl Serve {
             panic!("the server did not start:\n{}", log.lock().expect("log"));
         };
         Serve { child, http: addr.parse().expect("an address"), log }
+    }
+
+    /// The gRPC address the server's start-up line names.
+    fn grpc(&self) -> String {
+        let log = self.log.lock().expect("log").clone();
+        let line = log.lines().find(|l| l.contains("gRPC on ")).unwrap_or_default().to_string();
+        let addr = line.split("gRPC on ").nth(1).and_then(|r| r.split([',', ' ', ';']).next());
+        addr.unwrap_or_default().to_string()
     }
 
     /// Peak resident memory so far (VmHWM), bytes.
@@ -526,23 +535,16 @@ fn load_calls_dropped_mid_build_run_one_at_a_time_with_bounded_threads() {
 }
 
 /// `spork load` drives a user's model of two inputs (satadd), given the repository the server was:
-/// its requests carry every input, over HTTP and gRPC, and all are answered. A name in neither
-/// Spork's own models nor the repository is refused naming the fix.
+/// its requests carry every input, over HTTP and gRPC, and all are answered, each equal to the
+/// model's CPU code run by the load generator (`--check`). A name in neither Spork's own models nor
+/// the repository is refused naming the fix.
 #[test]
 fn spork_load_drives_a_repository_model_over_both_protocols() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let repo = tmp.path().join("repo");
     satadd_as(&repo, "satadd", |t| t.replace("Saturating", "Good saturating"));
     let serve = Serve::start(&repo, &tmp.path().join("cache"), &[]);
-    let grpc = {
-        let log = serve.log.lock().expect("log").clone();
-        let line = log.lines().find(|l| l.contains("gRPC on")).unwrap_or_default().to_string();
-        line.split("gRPC on ")
-            .nth(1)
-            .and_then(|r| r.split([',', ' ', ';']).next())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let grpc = serve.grpc();
     for (protocol, target) in [("http", serve.http.to_string()), ("grpc", grpc)] {
         let out = Command::new(env!("CARGO_BIN_EXE_spork"))
             .args(["load", "--model", "satadd", "--protocol", protocol, "--target", &target])
@@ -554,6 +556,7 @@ fn spork_load_drives_a_repository_model_over_both_protocols() {
                 "--deadline-ms",
                 "2000",
                 "--json",
+                "--check",
                 "--model-repository",
             ])
             .arg(&repo)
@@ -566,6 +569,8 @@ fn spork_load_drives_a_repository_model_over_both_protocols() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert!(v["sent"].as_u64().is_some_and(|n| n > 50), "{protocol}: {v}");
         assert_eq!(v["ok"], v["sent"], "{protocol}: {v}");
+        assert_eq!(v["checks"]["right"], v["ok"], "{protocol}: every answer checked and right: {v}");
+        assert_eq!(v["checks"]["wrong"], 0, "{protocol}: {v}");
     }
     let unknown = Command::new(env!("CARGO_BIN_EXE_spork"))
         .args(["load", "--model", "nosuch", "--duration", "1s", "--model-repository"])
@@ -574,4 +579,79 @@ fn spork_load_drives_a_repository_model_over_both_protocols() {
         .expect("spork load runs");
     let e = String::from_utf8_lossy(&unknown.stderr);
     assert!(!unknown.status.success() && e.contains("--model-repository DIR"), "{e}");
+}
+
+/// `spork load` for a model only the server knows (no --model-repository here): its inputs from the
+/// server's metadata (satadd's optional inputs, marked so in its configuration, left out), sized by
+/// the CPU speed the server states, over HTTP and gRPC; then with `--shape` for each input, and with
+/// data from a JSON file in perf_analyzer's form. A shape the model cannot take is refused before
+/// the run, naming the input.
+#[test]
+fn spork_load_draws_a_served_models_inputs_from_its_metadata() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    satadd_as(&repo, "satadd", |t| t.replace("Saturating", "Served saturating"));
+    let serve = Serve::start(&repo, &tmp.path().join("cache"), &[]);
+    let grpc = serve.grpc();
+    let data = tmp.path().join("data.json");
+    std::fs::write(
+        &data,
+        r#"{"data": [{"a": [1, 2, 3], "b": [4, 5, 6]}, {"a": {"content": [7], "shape": [1]}, "b": [8]}]}"#,
+    )
+    .expect("data file");
+    let load = |protocol: &str, target: &str, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["load", "--model", "satadd", "--protocol", protocol, "--target", target])
+            .args(["--duration", "1s", "--rate", "40", "--size", "10us", "--deadline-ms", "2000", "--json"])
+            .args(extra)
+            .output()
+            .expect("spork load runs");
+        let text =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), serde_json::from_slice::<serde_json::Value>(&out.stdout).ok(), text)
+    };
+    let data_arg = data.to_string_lossy().to_string();
+    for (protocol, target) in [("http", serve.http.to_string()), ("grpc", grpc)] {
+        for extra in [
+            &[][..],
+            &["--shape", "a:300", "--shape", "b:300", "--data", "zero"][..],
+            &["--data", &data_arg][..],
+        ] {
+            let (ok, v, text) = load(protocol, &target, extra);
+            assert!(ok, "{protocol} {extra:?}: {text}");
+            let v = v.expect("JSON");
+            assert!(v["sent"].as_u64().is_some_and(|n| n > 20), "{protocol} {extra:?}: {v}");
+            assert_eq!(v["ok"], v["sent"], "{protocol} {extra:?}: every request answered: {v}");
+        }
+        let (ok, _, text) = load(protocol, &target, &["--shape", "a:3x3"]);
+        assert!(!ok && text.contains("--shape a:") && text.contains("1 dimensions"), "{protocol}: {text}");
+    }
+}
+
+/// `spork load --check` against a server whose satadd wraps on overflow where the load generator's
+/// copy saturates: the answers that overflow are found wrong, the run fails naming the output.
+#[test]
+fn spork_load_check_finds_answers_that_differ_from_the_models_cpu_code() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = tmp.path().join("served");
+    let dir = satadd_as(&served, "satadd", |t| t.replace("Saturating", "Wrapping"));
+    let c = dir.join("cpu/satadd.c");
+    let code = std::fs::read_to_string(&c).expect("satadd.c");
+    let wraps =
+        code.replace("(int16_t)(t > INT16_MAX ? INT16_MAX : t < INT16_MIN ? INT16_MIN : t)", "(int16_t)t");
+    assert_ne!(code, wraps, "the edit changed nothing");
+    std::fs::write(&c, wraps).expect("write satadd.c");
+    let serve = Serve::start(&served, &tmp.path().join("cache"), &[]);
+    let mine = tmp.path().join("mine");
+    satadd_as(&mine, "satadd", |t| t.replace("Saturating", "Good saturating"));
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["load", "--model", "satadd", "--target", &serve.http.to_string(), "--duration", "1s"])
+        .args(["--rate", "40", "--deadline-ms", "2000", "--check", "--model-repository"])
+        .arg(&mine)
+        .env("SPORK_CACHE_DIR", tmp.path().join("cache"))
+        .output()
+        .expect("spork load runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("differ from the model's CPU code") && text.contains("output 'sum'"), "{text}");
 }

@@ -26,6 +26,8 @@ fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
         .arg(r.join("scripts/remote-bench.sh"))
         .arg(r.join("scripts/latency-guard.sh"))
         .arg(r.join("scripts/setup-debian.sh"))
+        .arg(r.join("scripts/attacks.sh"))
+        .arg(r.join("scripts/evaluator-outputs.sh"))
         .arg(r.join(".ci/run")));
     assert!(ok, "{out}");
     let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).args([
@@ -146,7 +148,10 @@ fn stream_wrappers_lint_clean_and_pass_the_smoke_test() {
 fn the_triton_backend_builds_and_exports_what_triton_loads() {
     let r = root();
     let t = r.join("scripts/triton");
-    let (ok, out) = run(Command::new("shellcheck").arg(t.join("setup.sh")).arg(t.join("side-by-side.sh")));
+    let (ok, out) = run(Command::new("shellcheck")
+        .arg(t.join("setup.sh"))
+        .arg(t.join("side-by-side.sh"))
+        .arg(t.join("extensions.sh")));
     assert!(ok, "{out}");
     let dir = std::env::temp_dir().join(format!("spork-triton-backend-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -187,7 +192,14 @@ fn the_triton_backend_builds_and_exports_what_triton_loads() {
         })
         .collect();
     assert!(foreign.is_empty(), "symbols neither Triton's nor the C/C++ runtime's: {foreign:?}");
-    for py in ["lone.py", "sobel_ref.py", "side_by_side.py", "summarise.py", "python_model/model.py"] {
+    for py in [
+        "lone.py",
+        "sobel_ref.py",
+        "side_by_side.py",
+        "summarise.py",
+        "extensions.py",
+        "python_model/model.py",
+    ] {
         let parse = "import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])";
         let (ok, out) = run(Command::new("python3").args(["-c", parse]).arg(t.join(py)));
         assert!(ok, "{py}: {out}");

@@ -22,12 +22,14 @@ fn request(server: &Server) -> InferRequest {
     let data: Vec<u8> = (0..64i16).flat_map(i16::to_le_bytes).collect();
     let t = Tensor::new("vectors", "INT16", &[1, 64], data).expect("tensor");
     let reservation = Reservation::new(server.budget.clone());
+    let bound = server.model("dense", None).expect("dense").bind(std::slice::from_ref(&t));
     InferRequest {
         reservation,
         model: "dense".into(),
         version: None,
         id: None,
         inputs: vec![t],
+        bound,
         deadline_ms: Some(100.0),
     }
 }

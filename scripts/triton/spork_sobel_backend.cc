@@ -6,6 +6,7 @@
 // Built and driven by scripts/triton/side-by-side.sh.
 #include <cstdio>
 #include <cstring>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,13 @@ TRITONSERVER_Error *answer(void *kernel, TRITONBACKEND_Request *request, TRITONB
     return nullptr;
 }
 
+// Triton's timestamps: the steady clock in nanoseconds.
+uint64_t now_ns() {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count());
+}
+
 }  // namespace
 
 extern "C" {
@@ -100,24 +108,38 @@ __attribute__((visibility("default"))) TRITONSERVER_Error *TRITONBACKEND_ModelIn
     return nullptr;
 }
 
-// Each request gets its own response (or its own error); every request is released once.
+// Each request gets its own response (or its own error) and its statistics (what Triton's
+// statistics extension reports: the backend tells it); every request is released once.
 __attribute__((visibility("default"))) TRITONSERVER_Error *TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance *instance, TRITONBACKEND_Request **requests, const uint32_t count) {
     void *kernel = nullptr;
     if (TRITONSERVER_Error *e = TRITONBACKEND_ModelInstanceState(instance, &kernel)) return e;
+    const uint64_t batch_start = now_ns();
     for (uint32_t i = 0; i < count; i++) {
+        const uint64_t start = now_ns();
+        uint64_t computed = start;
+        bool success = false;
         TRITONBACKEND_Response *response = nullptr;
         if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseNew(&response, requests[i])) {
             TRITONSERVER_ErrorDelete(e);
         } else {
             TRITONSERVER_Error *outcome = answer(kernel, requests[i], response);
+            computed = now_ns();
+            success = outcome == nullptr;
             if (TRITONSERVER_Error *e = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, outcome))
                 TRITONSERVER_ErrorDelete(e);
             if (outcome != nullptr) TRITONSERVER_ErrorDelete(outcome);
         }
+        if (TRITONSERVER_Error *e =
+                TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[i], success, start, start, computed, now_ns()))
+            TRITONSERVER_ErrorDelete(e);
         if (TRITONSERVER_Error *e = TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL))
             TRITONSERVER_ErrorDelete(e);
     }
+    const uint64_t batch_end = now_ns();
+    if (TRITONSERVER_Error *e =
+            TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, count, batch_start, batch_start, batch_end, batch_end))
+        TRITONSERVER_ErrorDelete(e);
     return nullptr;
 }
 

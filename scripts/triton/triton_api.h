@@ -8,6 +8,7 @@
 #ifndef SPORK_TRITON_API_H
 #define SPORK_TRITON_API_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -48,6 +49,20 @@ TRITONSERVER_Error *TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output *output, voi
                                                TRITONSERVER_MemoryType *memory_type, int64_t *memory_type_id);
 TRITONSERVER_Error *TRITONBACKEND_ResponseSend(TRITONBACKEND_Response *response, uint32_t send_flags,
                                                TRITONSERVER_Error *error);
+
+/* Statistics: timestamps are steady-clock nanoseconds; reported before the request is released. */
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportStatistics(TRITONBACKEND_ModelInstance *instance,
+                                                                TRITONBACKEND_Request *request, const bool success,
+                                                                const uint64_t exec_start_ns,
+                                                                const uint64_t compute_start_ns,
+                                                                const uint64_t compute_end_ns,
+                                                                const uint64_t exec_end_ns);
+TRITONSERVER_Error *TRITONBACKEND_ModelInstanceReportBatchStatistics(TRITONBACKEND_ModelInstance *instance,
+                                                                     const uint64_t batch_size,
+                                                                     const uint64_t exec_start_ns,
+                                                                     const uint64_t compute_start_ns,
+                                                                     const uint64_t compute_end_ns,
+                                                                     const uint64_t exec_end_ns);
 
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceState(TRITONBACKEND_ModelInstance *instance, void **state);
 TRITONSERVER_Error *TRITONBACKEND_ModelInstanceSetState(TRITONBACKEND_ModelInstance *instance, void *state);

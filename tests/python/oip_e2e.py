@@ -11,6 +11,9 @@ outputs requested by name (model version "1"), over HTTP with JSON tensors, and 
 and with the version; each must return exactly the expected outputs and the response parameters.
 Health, readiness and metadata are checked over both protocols.
 
+Part C (oip_extensions.py): the statistics extension, counted exactly over HTTP and gRPC, and
+every case on one gRPC stream (answers by request id, a bad request an error answer).
+
 Part B (bad input): malformed, mistyped, misshapen, truncated, oversized, unauthenticated and
 unknown-model requests must get the right HTTP status with a JSON `{"error": ...}` body, or the
 right gRPC status code, while a background stream of valid `dense` requests keeps succeeding.
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import oip_extensions
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
@@ -338,13 +342,19 @@ def infer_http(client, case, token, binary, request_outputs, version):
     return Result(got, body.get("parameters") or {})
 
 
-def infer_grpc(client, case, token, version):
-    """Runs a case through tritonclient.grpc (which sends raw_input_contents)."""
+def grpc_inputs(case):
+    """A case's inputs as tritonclient.grpc sends them (raw_input_contents)."""
     inputs = []
     for t in case.inputs:
         inp = grpcclient.InferInput(t.name, t.shape, t.datatype)
         inp.set_data_from_numpy(t.array)
         inputs.append(inp)
+    return inputs
+
+
+def infer_grpc(client, case, token, version):
+    """Runs a case through tritonclient.grpc (which sends raw_input_contents)."""
+    inputs = grpc_inputs(case)
     res = client.infer(case.model, inputs, model_version=version, headers=grpc_auth(token),
                        parameters=case.parameters or None, client_timeout=TIMEOUT_S)
     msg = res.get_response()
@@ -409,7 +419,7 @@ def check_grpc_model_ready(client, model, token):
 
 def check_server_metadata_fields(name, extensions, how):
     assert name == "spork", f"{how}: server name {name!r}, expected 'spork'"
-    for extension in ("binary_tensor_data", "model_repository", "model_configuration"):
+    for extension in ("binary_tensor_data", "model_repository", "model_configuration", "statistics"):
         assert extension in extensions, f"{how}: extensions {list(extensions)} lack {extension!r}"
 
 
@@ -480,6 +490,10 @@ def check_http_model_config(client, model, token):
     """tritonclient.http get_model_config: the model's tensors as its metadata gives them."""
     cfg = client.get_model_config(model, headers=http_auth(token))
     assert cfg.get("max_batch_size") == 0, f"HTTP config: max_batch_size {cfg.get('max_batch_size')}"
+    groups = {g["name"]: (g["kind"], g["count"]) for g in cfg.get("instance_group", [])}
+    assert sorted(groups) == ["cpu", "fpga"] and groups["cpu"][0] == "KIND_CPU" \
+        and groups["fpga"][0] == "KIND_MODEL" and all(c >= 0 for _, c in groups.values()), \
+        f"HTTP config: instance_group {cfg.get('instance_group')}"
     tensors = lambda ts: [(t["name"], triton_datatype(t["data_type"]), t["dims"]) for t in ts]
     check_model_metadata_fields(model, cfg.get("name"), [VERSION], tensors(cfg.get("input", [])),
                                 tensors(cfg.get("output", [])), "HTTP config")
@@ -489,6 +503,8 @@ def check_grpc_model_config(client, model, token):
     """tritonclient.grpc get_model_config: Triton's ModelConfig message, read by Triton's own proto."""
     from tritonclient.grpc import model_config_pb2
     cfg = client.get_model_config(model, headers=grpc_auth(token), client_timeout=TIMEOUT_S).config
+    kinds = {g.name: model_config_pb2.ModelInstanceGroup.Kind.Name(g.kind) for g in cfg.instance_group}
+    assert kinds == {"cpu": "KIND_CPU", "fpga": "KIND_MODEL"}, f"gRPC config: instance_group {kinds}"
     name_of = model_config_pb2.DataType.Name
     tensors = lambda ts: [(t.name, triton_datatype(name_of(t.data_type)), list(t.dims)) for t in ts]
     check_model_metadata_fields(model, cfg.name, [VERSION], tensors(cfg.input), tensors(cfg.output),
@@ -521,6 +537,7 @@ def part_a(args, cases, http_client, grpc_client):
         for name, check, client in variants:
             checks.run(f"{name} case {case.index}", check, client, case, t)
     print(checks.summary(f" ({len(cases)} cases x {len(variants)} transports)"), flush=True)
+    checks.variants = len(variants)
     return checks
 
 
@@ -1039,11 +1056,16 @@ def main(argv):
     grpc_client = grpcclient.InferenceServerClient(args.grpc)
     try:
         a = part_a(args, cases, http_client, grpc_client)
+        helpers = {"http_auth": http_auth, "grpc_auth": grpc_auth, "timeout": TIMEOUT_S,
+                   "grpc_inputs": grpc_inputs, "check_result": check_result, "Result": Result,
+                   "grpc_param_value": grpc_param_value, "models": MODELS}
+        c = oip_extensions.part_c(Checks("C"), args, cases, http_client, grpc_client, helpers,
+                                  not a.failures, a.variants)
         b = part_b(args, cases, grpc_client)
     finally:
         http_client.close()
         grpc_client.close()
-    failed = len(a.failures) + len(b.failures)
+    failed = len(a.failures) + len(b.failures) + len(c.failures)
     if failed:
         print(f"oip_e2e: FAILED: {failed} checks", flush=True)
         return 1
