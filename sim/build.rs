@@ -19,7 +19,7 @@ mod verilate;
 #[allow(dead_code)]
 mod bounded;
 
-const DESIGNS: [&str; 4] = ["sobel", "bloom", "dense", "dispatch"];
+const DESIGNS: [&str; 7] = ["sobel", "sobel8", "bloom", "bloom8", "dense", "dense32", "dispatch"];
 
 /// The kernels with a Vitis stream wrapper, built as `<kernel>_axis`.
 const WRAPPED: [&str; 3] = ["sobel", "bloom", "dense"];

@@ -162,6 +162,65 @@ fn a_new_kernel_passes_check_lint_and_synth_as_generated() {
     assert!(text(&again.expect("runs")).contains("already exists"));
 }
 
+/// `spork kernel new --lanes 4`: four UINT32 elements a beat (128-bit TDATA, past the 64 bits a
+/// Verilator port holds in one word), rows of every length modulo four, check, synth (items per cycle
+/// near four) and the TKEEP rule: a kernel that marks every lane of a row's partial beat fails check
+/// naming the beat, and a model of more lanes than its ports carry is refused at load.
+#[test]
+fn a_four_lane_kernel_checks_synthesises_and_is_held_to_tkeep() {
+    let repo = tempfile::tempdir().expect("temp dir");
+    let cache = shared_cache();
+    let o = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["kernel", "new", "wide4", "--lanes", "4", "--dir"])
+        .arg(repo.path())
+        .output()
+        .expect("spork runs");
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = repo.path().join("wide4");
+    let spec = spec::load(&dir).expect("loads");
+    assert_eq!(spec.sim.as_ref().map(|s| s.lanes), Some(4));
+    let checked = text(&kernel(&["check"], &dir, &cache));
+    assert!(checked.contains("wide4: 22 requests match"), "{checked}");
+    let synth = kernel(&["synth"], &dir, &cache);
+    assert!(synth.status.success(), "{}", text(&synth));
+    let manifest = std::fs::read_to_string(dir.join("synth.toml")).expect("synth.toml");
+    let ipc: f64 = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("items_per_cycle = "))
+        .and_then(|v| v.parse().ok())
+        .expect("items_per_cycle");
+    assert!((3.5..=4.0).contains(&ipc), "{ipc} items per cycle at four lanes");
+    // Served live on the simulated board: every request answered by the verilated four-lane RTL,
+    // each answer held to the C code.
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["run", "--kernel", "wide4", "--board", "sim", "--duration", "3s", "--rate", "100"])
+        .args(["--scheduler", "fpga-static", "--json", "--model-repository"])
+        .arg(repo.path())
+        .env("SPORK_CACHE_DIR", &cache)
+        .output()
+        .expect("spork runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let run = &report["runs"][0];
+    assert_eq!(run["answered"], run["offered"], "{run}");
+    assert_eq!(run["faults"], serde_json::json!([]), "{run}");
+    assert!(run["fpga_share"].as_f64().is_some_and(|s| s > 0.5), "the board served them: {run}");
+    // A kernel that keeps every lane of every beat.
+    let rtl = dir.join("rtl/wide4.v");
+    let v = std::fs::read_to_string(&rtl).expect("rtl");
+    let lying = v.replace("out_keep <= s_axis_tkeep;", "out_keep <= {LANES{1'b1}};");
+    assert_ne!(v, lying);
+    std::fs::write(&rtl, lying).expect("write");
+    let t = text(&kernel(&["check"], &dir, &cache));
+    assert!(t.contains("keeps lanes 0b1111") && t.contains("m_axis_tkeep"), "{t}");
+    // More lanes than the design's ports carry.
+    std::fs::write(&rtl, &v).expect("write");
+    let toml = std::fs::read_to_string(dir.join("model.toml")).expect("model.toml");
+    std::fs::write(dir.join("model.toml"), toml.replace("lanes = 4", "lanes = 8")).expect("write");
+    let t = text(&kernel(&["check"], &dir, &cache));
+    assert!(t.contains("s_axis_tdata is 128 bits, the inputs need 256"), "{t}");
+}
+
 #[test]
 fn a_rust_kernel_written_as_one_function_passes_check_through_the_abi() {
     let repo = tempfile::tempdir().expect("temp dir");
@@ -436,7 +495,8 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
     use rand::SeedableRng;
     use spork::repository::kernel::RepoKernel;
     use spork::repository::spec::Last;
-    use spork_sim::axis::{Axis, AxisPorts, Beat};
+    use spork_sim::axis::{Axis, AxisPorts};
+    use spork_sim::beats::Beats;
     let tmp = tempfile::tempdir().expect("tmp");
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(7);
@@ -475,17 +535,20 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
         for items in [60, 700, 2000] {
             let p = repo.random(items, &mut rng);
             let want = repo.reference(&p).expect("the C code runs");
-            let mut words: Vec<Beat> =
-                sim.scalars.iter().map(|&d| Beat { data: p.dims[d], last: false }).collect();
-            let mut data = spork::repository::stream::beats(&p.inputs, sim.last);
-            if let (Last::Request, Some(b)) = (sim.last, data.last_mut()) {
-                b.last = true;
+            let scalars: Vec<u64> = sim.scalars.iter().map(|&d| p.dims[d]).collect();
+            let data = spork::repository::stream::beats(&p.inputs, sim.last, sim.lanes, 1);
+            let mut words = Beats::from_words(&scalars, |_| false);
+            words.data.extend(&data.data);
+            words.keep.extend(&data.keep);
+            words.last.extend(&data.last);
+            if let (Last::Request, Some(l)) = (sim.last, words.last.last_mut()) {
+                *l = true;
             }
-            words.extend(data);
             let mut got = repo.outputs(&p);
-            let expected = spork::repository::stream::expected(&got);
+            let expected = spork::repository::stream::expected(&got, sim.lanes);
             let streamed = axis.run(&[], &words, expected, &[false, true, true]).expect("streams");
-            spork::repository::stream::unpack(&streamed.beats, &mut got);
+            spork::repository::stream::unpack(&streamed.beats, &mut got, sim.lanes)
+                .expect("TKEEP as its rows");
             for (g, w) in got.iter().zip(&want) {
                 assert_eq!(g.bytes(), w.bytes(), "{}: {items} items", spec.name);
             }
@@ -516,7 +579,8 @@ fn built_in_kernels_in_their_vitis_wrappers_answer_as_the_reference() {
     use spork::datapath::stream;
     use spork::datapath::work::{KernelImage, Payload};
     use spork_golden::Kernel;
-    use spork_sim::axis::{Axis, AxisPorts, Beat};
+    use spork_sim::axis::{Axis, AxisPorts};
+    use spork_sim::beats::Beats;
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(5);
     for kernel in Kernel::ALL {
         let image = KernelImage::new(kernel, 7);
@@ -529,16 +593,11 @@ fn built_in_kernels_in_their_vitis_wrappers_answer_as_the_reference() {
         }
         for (i, payload) in payloads.iter().enumerate() {
             let words = stream::encode(&image, payload);
-            let beats: Vec<Beat> = words
-                .iter()
-                .enumerate()
-                .map(|(j, &data)| Beat { data, last: j + 1 == words.len() })
-                .collect();
+            let beats = Beats::from_words(&words, |j| j + 1 == words.len());
             let ready: &[bool] = if i % 2 == 1 { &[true, false, true] } else { &[] };
-            let out = axis.run(&[], &beats, stream::expected_words(payload), ready).expect("streams");
-            assert!(out.beats.last().is_some_and(|b| b.last), "{kernel}: TLAST on the job's last word");
-            let words: Vec<u64> = out.beats.iter().map(|b| b.data).collect();
-            let got = stream::decode(kernel.name(), payload, &words).expect("decodes");
+            let out = axis.run(&[], &beats, stream::expected_words(&image, payload), ready).expect("streams");
+            assert!(out.beats.last.last().is_some_and(|&l| l), "{kernel}: TLAST on the job's last word");
+            let got = stream::decode(&image, payload, &out.beats.data).expect("decodes");
             assert_eq!(got, image.reference(payload).expect("reference"), "{kernel}, payload {i}");
             assert!(
                 out.cycles >= payload.items(),

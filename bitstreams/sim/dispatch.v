@@ -156,6 +156,32 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
     reg  [47:0] finish$5;
     reg  [47:0] finish$6;
     reg  [47:0] finish$7;
+    reg  feasible$0;
+    reg  feasible$1;
+    reg  feasible$2;
+    reg  feasible$3;
+    reg  feasible$4;
+    reg  feasible$5;
+    reg  feasible$6;
+    reg  feasible$7;
+    reg  pair_found$0;
+    reg  pair_found$1;
+    reg  pair_found$2;
+    reg  pair_found$3;
+    reg  [2:0] pair_best$0;
+    reg  [2:0] pair_best$1;
+    reg  [2:0] pair_best$2;
+    reg  [2:0] pair_best$3;
+    reg  [47:0] pair_start$0;
+    reg  [47:0] pair_start$1;
+    reg  [47:0] pair_start$2;
+    reg  [47:0] pair_start$3;
+    reg  quad_found$0;
+    reg  quad_found$1;
+    reg  [2:0] quad_best$0;
+    reg  [2:0] quad_best$1;
+    reg  [47:0] quad_start$0;
+    reg  [47:0] quad_start$1;
     reg  found;
     reg  [2:0] best;
     reg  [47:0] best_start;
@@ -363,10 +389,6 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
         head_kernel = queue$data_out[(32'h10)+:(2)];
         head_est = ((queue$data_out[(32'h12)+:(24)]) & 48'hffffffffffff);
         head_deadline = queue$data_out[(32'h2a)+:(48)];
-        found = 1'b0;
-        best = 32'h0;
-        best_start = 32'h0;
-        best_finish = 32'h0;
         busy$0$clock = clock;
         busy$0$d = busy$0$q;
         pe_kernel$0$clock = clock;
@@ -383,12 +405,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$0 = busy$0$q;
         end
         finish$0 = start$0 + head_est;
-        if (pe_enabled$0$q & (pe_kernel$0$q == head_kernel) & (finish$0 <= head_deadline) & (~found | (start$0 > best_start))) begin
-            found = 1'b1;
-            best = 0;
-            best_start = start$0;
-            best_finish = finish$0;
-        end
+        feasible$0 = pe_enabled$0$q & (pe_kernel$0$q == head_kernel) & (finish$0 <= head_deadline);
         busy$1$clock = clock;
         busy$1$d = busy$1$q;
         pe_kernel$1$clock = clock;
@@ -405,12 +422,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$1 = busy$1$q;
         end
         finish$1 = start$1 + head_est;
-        if (pe_enabled$1$q & (pe_kernel$1$q == head_kernel) & (finish$1 <= head_deadline) & (~found | (start$1 > best_start))) begin
-            found = 1'b1;
-            best = 1;
-            best_start = start$1;
-            best_finish = finish$1;
-        end
+        feasible$1 = pe_enabled$1$q & (pe_kernel$1$q == head_kernel) & (finish$1 <= head_deadline);
         busy$2$clock = clock;
         busy$2$d = busy$2$q;
         pe_kernel$2$clock = clock;
@@ -427,12 +439,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$2 = busy$2$q;
         end
         finish$2 = start$2 + head_est;
-        if (pe_enabled$2$q & (pe_kernel$2$q == head_kernel) & (finish$2 <= head_deadline) & (~found | (start$2 > best_start))) begin
-            found = 1'b1;
-            best = 2;
-            best_start = start$2;
-            best_finish = finish$2;
-        end
+        feasible$2 = pe_enabled$2$q & (pe_kernel$2$q == head_kernel) & (finish$2 <= head_deadline);
         busy$3$clock = clock;
         busy$3$d = busy$3$q;
         pe_kernel$3$clock = clock;
@@ -449,12 +456,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$3 = busy$3$q;
         end
         finish$3 = start$3 + head_est;
-        if (pe_enabled$3$q & (pe_kernel$3$q == head_kernel) & (finish$3 <= head_deadline) & (~found | (start$3 > best_start))) begin
-            found = 1'b1;
-            best = 3;
-            best_start = start$3;
-            best_finish = finish$3;
-        end
+        feasible$3 = pe_enabled$3$q & (pe_kernel$3$q == head_kernel) & (finish$3 <= head_deadline);
         busy$4$clock = clock;
         busy$4$d = busy$4$q;
         pe_kernel$4$clock = clock;
@@ -471,12 +473,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$4 = busy$4$q;
         end
         finish$4 = start$4 + head_est;
-        if (pe_enabled$4$q & (pe_kernel$4$q == head_kernel) & (finish$4 <= head_deadline) & (~found | (start$4 > best_start))) begin
-            found = 1'b1;
-            best = 4;
-            best_start = start$4;
-            best_finish = finish$4;
-        end
+        feasible$4 = pe_enabled$4$q & (pe_kernel$4$q == head_kernel) & (finish$4 <= head_deadline);
         busy$5$clock = clock;
         busy$5$d = busy$5$q;
         pe_kernel$5$clock = clock;
@@ -493,12 +490,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$5 = busy$5$q;
         end
         finish$5 = start$5 + head_est;
-        if (pe_enabled$5$q & (pe_kernel$5$q == head_kernel) & (finish$5 <= head_deadline) & (~found | (start$5 > best_start))) begin
-            found = 1'b1;
-            best = 5;
-            best_start = start$5;
-            best_finish = finish$5;
-        end
+        feasible$5 = pe_enabled$5$q & (pe_kernel$5$q == head_kernel) & (finish$5 <= head_deadline);
         busy$6$clock = clock;
         busy$6$d = busy$6$q;
         pe_kernel$6$clock = clock;
@@ -515,12 +507,7 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$6 = busy$6$q;
         end
         finish$6 = start$6 + head_est;
-        if (pe_enabled$6$q & (pe_kernel$6$q == head_kernel) & (finish$6 <= head_deadline) & (~found | (start$6 > best_start))) begin
-            found = 1'b1;
-            best = 6;
-            best_start = start$6;
-            best_finish = finish$6;
-        end
+        feasible$6 = pe_enabled$6$q & (pe_kernel$6$q == head_kernel) & (finish$6 <= head_deadline);
         busy$7$clock = clock;
         busy$7$d = busy$7$q;
         pe_kernel$7$clock = clock;
@@ -537,12 +524,57 @@ module dispatch(clock,cfg_we,cfg_pe,cfg_kernel,cfg_enable,cfg_busy,hold,push,req
             start$7 = busy$7$q;
         end
         finish$7 = start$7 + head_est;
-        if (pe_enabled$7$q & (pe_kernel$7$q == head_kernel) & (finish$7 <= head_deadline) & (~found | (start$7 > best_start))) begin
-            found = 1'b1;
-            best = 7;
-            best_start = start$7;
-            best_finish = finish$7;
+        feasible$7 = pe_enabled$7$q & (pe_kernel$7$q == head_kernel) & (finish$7 <= head_deadline);
+        pair_found$0 = feasible$0 | feasible$1;
+        pair_best$0 = (32'h2 * 0);
+        pair_start$0 = start$0;
+        if (feasible$1 & (~feasible$0 | (start$1 > start$0))) begin
+            pair_best$0 = (32'h2 * 0 + 32'h1);
+            pair_start$0 = start$1;
         end
+        pair_found$1 = feasible$2 | feasible$3;
+        pair_best$1 = (32'h2 * 1);
+        pair_start$1 = start$2;
+        if (feasible$3 & (~feasible$2 | (start$3 > start$2))) begin
+            pair_best$1 = (32'h2 * 1 + 32'h1);
+            pair_start$1 = start$3;
+        end
+        pair_found$2 = feasible$4 | feasible$5;
+        pair_best$2 = (32'h2 * 2);
+        pair_start$2 = start$4;
+        if (feasible$5 & (~feasible$4 | (start$5 > start$4))) begin
+            pair_best$2 = (32'h2 * 2 + 32'h1);
+            pair_start$2 = start$5;
+        end
+        pair_found$3 = feasible$6 | feasible$7;
+        pair_best$3 = (32'h2 * 3);
+        pair_start$3 = start$6;
+        if (feasible$7 & (~feasible$6 | (start$7 > start$6))) begin
+            pair_best$3 = (32'h2 * 3 + 32'h1);
+            pair_start$3 = start$7;
+        end
+        quad_found$0 = pair_found$0 | pair_found$1;
+        quad_best$0 = pair_best$0;
+        quad_start$0 = pair_start$0;
+        if (pair_found$1 & (~pair_found$0 | (pair_start$1 > pair_start$0))) begin
+            quad_best$0 = pair_best$1;
+            quad_start$0 = pair_start$1;
+        end
+        quad_found$1 = pair_found$2 | pair_found$3;
+        quad_best$1 = pair_best$2;
+        quad_start$1 = pair_start$2;
+        if (pair_found$3 & (~pair_found$2 | (pair_start$3 > pair_start$2))) begin
+            quad_best$1 = pair_best$3;
+            quad_start$1 = pair_start$3;
+        end
+        found = quad_found$0 | quad_found$1;
+        best = quad_best$0;
+        best_start = quad_start$0;
+        if (quad_found$1 & (~quad_found$0 | (quad_start$1 > quad_start$0))) begin
+            best = quad_best$1;
+            best_start = quad_start$1;
+        end
+        best_finish = best_start + head_est;
         g_valid$d = 1'b0;
         r_valid$d = 1'b0;
         if (~queue$empty & ~hold) begin

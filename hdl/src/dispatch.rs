@@ -1,4 +1,5 @@
-//! The hardware request-queue/dispatch engine: efficient-first placement in one cycle per request.
+//! The hardware request-queue/dispatch engine: efficient-first placement in one cycle per request,
+//! chosen by a three-level compare-select tree over the eight elements.
 //!
 //! The host pushes request descriptors (id, kernel, estimated cycles, absolute deadline in cycles)
 //! into a 16-deep queue. Every cycle the engine pops the head, if any and unless `hold` is high, and for each of its eight
@@ -129,6 +130,13 @@ pub struct Dispatch {
     head_deadline: Signal<Local, Bits<48>>,
     start: [Signal<Local, Bits<48>>; PES],
     finish: [Signal<Local, Bits<48>>; PES],
+    feasible: [Signal<Local, Bit>; PES],
+    pair_found: [Signal<Local, Bit>; 4],
+    pair_best: [Signal<Local, Bits<3>>; 4],
+    pair_start: [Signal<Local, Bits<48>>; 4],
+    quad_found: [Signal<Local, Bit>; 2],
+    quad_best: [Signal<Local, Bits<3>>; 2],
+    quad_start: [Signal<Local, Bits<48>>; 2],
     found: Signal<Local, Bit>,
     best: Signal<Local, Bits<3>>,
     best_start: Signal<Local, Bits<48>>,
@@ -159,12 +167,6 @@ impl Logic for Dispatch {
         self.head_kernel.next = self.queue.data_out.val().get_bits::<2>(16);
         self.head_est.next = bit_cast::<48, 24>(self.queue.data_out.val().get_bits::<24>(18));
         self.head_deadline.next = self.queue.data_out.val().get_bits::<48>(42);
-        // Efficient-first: the latest-starting feasible element wins; scanning up from index 0 with
-        // a strict comparison breaks ties to the lowest index.
-        self.found.next = false;
-        self.best.next = 0.into();
-        self.best_start.next = 0.into();
-        self.best_finish.next = 0.into();
         for i in 0..8 {
             self.busy[i].clock.next = self.clock.val();
             self.busy[i].d.next = self.busy[i].q.val();
@@ -182,17 +184,48 @@ impl Logic for Dispatch {
                 self.start[i].next = self.busy[i].q.val();
             }
             self.finish[i].next = self.start[i].val() + self.head_est.val();
-            if self.pe_enabled[i].q.val()
+            self.feasible[i].next = self.pe_enabled[i].q.val()
                 & (self.pe_kernel[i].q.val() == self.head_kernel.val())
-                & (self.finish[i].val() <= self.head_deadline.val())
-                & (!self.found.val() | (self.start[i].val() > self.best_start.val()))
+                & (self.finish[i].val() <= self.head_deadline.val());
+        }
+        // Efficient-first as a three-level tree (pairs, quads, the whole): at each node the right
+        // (higher-index) side wins only when it is feasible and starts strictly later, or the left is
+        // infeasible, so the latest start wins with ties to the lowest index, as the scan in
+        // `spork_golden::dispatch::select` does. Three compare-selects deep instead of eight in a chain.
+        for i in 0..4 {
+            self.pair_found[i].next = self.feasible[2 * i].val() | self.feasible[2 * i + 1].val();
+            self.pair_best[i].next = (2 * i).to_bits();
+            self.pair_start[i].next = self.start[2 * i].val();
+            if self.feasible[2 * i + 1].val()
+                & (!self.feasible[2 * i].val() | (self.start[2 * i + 1].val() > self.start[2 * i].val()))
             {
-                self.found.next = true;
-                self.best.next = i.to_bits();
-                self.best_start.next = self.start[i].val();
-                self.best_finish.next = self.finish[i].val();
+                self.pair_best[i].next = (2 * i + 1).to_bits();
+                self.pair_start[i].next = self.start[2 * i + 1].val();
             }
         }
+        for i in 0..2 {
+            self.quad_found[i].next = self.pair_found[2 * i].val() | self.pair_found[2 * i + 1].val();
+            self.quad_best[i].next = self.pair_best[2 * i].val();
+            self.quad_start[i].next = self.pair_start[2 * i].val();
+            if self.pair_found[2 * i + 1].val()
+                & (!self.pair_found[2 * i].val()
+                    | (self.pair_start[2 * i + 1].val() > self.pair_start[2 * i].val()))
+            {
+                self.quad_best[i].next = self.pair_best[2 * i + 1].val();
+                self.quad_start[i].next = self.pair_start[2 * i + 1].val();
+            }
+        }
+        self.found.next = self.quad_found[0].val() | self.quad_found[1].val();
+        self.best.next = self.quad_best[0].val();
+        self.best_start.next = self.quad_start[0].val();
+        if self.quad_found[1].val()
+            & (!self.quad_found[0].val() | (self.quad_start[1].val() > self.quad_start[0].val()))
+        {
+            self.best.next = self.quad_best[1].val();
+            self.best_start.next = self.quad_start[1].val();
+        }
+        // One adder after the tree instead of a 48-bit finish carried through every select.
+        self.best_finish.next = self.best_start.val() + self.head_est.val();
         self.g_valid.d.next = false;
         self.r_valid.d.next = false;
         if !self.queue.empty.val() & !self.hold.val() {

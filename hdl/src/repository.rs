@@ -22,6 +22,9 @@ pub fn files() -> Vec<(String, String)> {
         .iter()
         .map(|k| (format!("{k}/rtl/{k}.v"), generate(k).expect("a kernel design")))
         .collect();
+    out.push(("sobel/rtl/sobel8.v".into(), generate("sobel8").expect("a kernel design")));
+    out.push(("bloom/rtl/bloom8.v".into(), generate("bloom8").expect("a kernel design")));
+    out.push(("dense/rtl/dense32.v".into(), generate("dense32").expect("a kernel design")));
     out.push(("bloom/rtl/bloom_profile.v".into(), profile_verilog(&bits)));
     out.push(("bloom/cpu/profile.h".into(), profile_c(&bits)));
     out.push(("dense/rtl/dense_weights.v".into(), weights_verilog(&layer)));

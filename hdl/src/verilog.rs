@@ -4,17 +4,20 @@
 use rust_hdl::prelude::*;
 
 use crate::dispatch::Dispatch;
-use crate::kernels::{Bloom, Dense, Sobel};
+use crate::kernels::{Bloom, Bloom8, Dense, Dense32, Sobel, Sobel8};
 
 /// The designs this crate generates, by module name.
-pub const DESIGNS: [&str; 4] = ["sobel", "bloom", "dense", "dispatch"];
+pub const DESIGNS: [&str; 7] = ["sobel", "sobel8", "bloom", "bloom8", "dense", "dense32", "dispatch"];
 
 /// The Verilog of one design, its top module renamed to `name`.
 pub fn generate(name: &str) -> Option<String> {
     let text = match name {
         "sobel" => render(Sobel::default()),
+        "sobel8" => render(Sobel8::default()),
         "bloom" => render(Bloom::default()),
+        "bloom8" => render(Bloom8::default()),
         "dense" => render(Dense::default()),
+        "dense32" => render(Dense32::default()),
         "dispatch" => render(Dispatch::default()),
         _ => return None,
     };

@@ -8,6 +8,7 @@
 //! both high before the rising edge. The loop runs inside the model's library
 //! ([`Instance::stream`]): a call per cycle cost more than the design's own evaluation.
 
+use crate::beats::Beats;
 use crate::{Instance, Model, Port, SimError, StreamPorts};
 
 /// The names of a design's stream ports.
@@ -41,18 +42,11 @@ impl Default for AxisPorts {
     }
 }
 
-/// One beat: TDATA and TLAST.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Beat {
-    pub data: u64,
-    pub last: bool,
-}
-
 /// What a stream run gave: the output beats and the cycles from the first offered beat to the last
 /// output taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Streamed {
-    pub beats: Vec<Beat>,
+    pub beats: Beats,
     pub cycles: u64,
 }
 
@@ -90,6 +84,8 @@ pub struct Axis {
     scalars: Vec<Port>,
     /// TDATA widths in bits (input, output).
     pub widths: (u32, u32),
+    /// TKEEP widths in bits (input, output): 0 where the design has none.
+    pub keeps: (u32, u32),
 }
 
 impl Axis {
@@ -99,6 +95,10 @@ impl Axis {
         let (i, o) = (&ports.input, &ports.output);
         let width = |n: &str| model.ports().iter().find(|p| p.name == n).map_or(0, |p| p.width);
         let widths = (width(&name(i, "tdata")), width(&name(o, "tdata")));
+        let keeps = (width(&name(i, "tkeep")), width(&name(o, "tkeep")));
+        let keep = |n: String, w: u32| {
+            (w > 0).then(|| if n.starts_with(i) { model.input(&n) } else { model.output(&n) })
+        };
         let stream = StreamPorts {
             s_data: model.input(&name(i, "tdata"))?,
             s_valid: model.input(&name(i, "tvalid"))?,
@@ -108,6 +108,8 @@ impl Axis {
             m_valid: model.output(&name(o, "tvalid"))?,
             m_ready: model.input(&name(o, "tready"))?,
             m_last: model.output(&name(o, "tlast"))?,
+            s_keep: keep(name(i, "tkeep"), keeps.0).transpose()?,
+            m_keep: keep(name(o, "tkeep"), keeps.1).transpose()?,
         };
         let mut axis = Axis {
             reset: ports
@@ -122,6 +124,7 @@ impl Axis {
             inst: model.instantiate(&ports.clock)?,
             model: model.name().to_string(),
             widths,
+            keeps,
         };
         axis.reset();
         Ok(axis)
@@ -139,22 +142,30 @@ impl Axis {
         }
     }
 
+    /// 64-bit words per beat (input, output): what [`Axis::run`]'s beats carry.
+    pub fn words(&self) -> (usize, usize) {
+        (self.ports.s_data.words(), self.ports.m_data.words())
+    }
+
     /// Sets the scalar inputs to `values` (in [`AxisPorts::scalars`]' order), then streams `input`
-    /// through the design until `expected` output beats have come out. The output's TREADY follows
-    /// `ready` cycle by cycle, repeated (empty: always high, no backpressure).
+    /// (of [`Axis::words`]' input words per beat) through the design until `expected` output beats
+    /// have come out. The output's TREADY follows `ready` cycle by cycle, repeated (empty: always
+    /// high, no backpressure).
     pub fn run(
         &mut self,
         values: &[u64],
-        input: &[Beat],
+        input: &Beats,
         expected: usize,
         ready: &[bool],
     ) -> Result<Streamed, SimError> {
+        if input.words != self.words().0 {
+            let (got, want) = (input.words, self.words().0);
+            return Err(SimError::BeatWords { model: self.model.clone(), got, want });
+        }
         for (&port, &v) in self.scalars.iter().zip(values) {
             self.inst.set(port, v);
         }
-        let data: Vec<u64> = input.iter().map(|b| b.data).collect();
-        let last: Vec<bool> = input.iter().map(|b| b.last).collect();
-        let moved = self.inst.stream(&self.ports, &data, &last, expected, ready, PATIENCE);
+        let moved = self.inst.stream(&self.ports, input, expected, ready, PATIENCE);
         if let Some(why) = self.inst.failed() {
             return Err(SimError::Stopped { model: self.model.clone(), why });
         }
@@ -169,7 +180,6 @@ impl Axis {
                 hint: self.reset_hint.clone(),
             });
         }
-        let beats = moved.data.iter().zip(&moved.last).map(|(&data, &last)| Beat { data, last }).collect();
-        Ok(Streamed { beats, cycles: moved.cycles })
+        Ok(Streamed { beats: moved.beats, cycles: moved.cycles })
     }
 }

@@ -78,7 +78,12 @@ impl Sobel {
     }
 }
 
-fn finish<T>(model: &str, output: Vec<T>, expected: usize, cycles: u64) -> Result<Run<Vec<T>>, SimError> {
+pub(crate) fn finish<T>(
+    model: &str,
+    output: Vec<T>,
+    expected: usize,
+    cycles: u64,
+) -> Result<Run<Vec<T>>, SimError> {
     if output.len() != expected {
         return Err(SimError::Stalled { model: model.into(), got: output.len(), expected, cycles });
     }

@@ -11,12 +11,16 @@
 //! its work to the CPUs. [`dispatch`] drives the dispatch engine.
 
 pub mod axis;
+pub mod beats;
+pub mod bloom8;
 pub mod bounded;
 pub mod cache;
 pub mod cores;
+pub mod dense32;
 pub mod dispatch;
 pub mod measure;
 mod model;
+pub mod sobel8;
 pub mod verilate;
 
 pub use model::{
@@ -63,6 +67,13 @@ pub enum SimError {
          server's stdout), or the simulator failed; this run fails, the next gets a fresh instance"
     )]
     Stopped { model: String, why: String },
+    #[error(
+        "the {model} design's output beat {beat} keeps lanes {got:#b}, its row leaves it {want:#b}\n  fix: set \
+         m_axis_tkeep to the lanes a beat fills (a row's last beat keeps only those its row reaches)"
+    )]
+    Keep { model: String, beat: usize, got: u64, want: u64 },
+    #[error("beats of {got} words were offered to {model}'s TDATA of {want} words")]
+    BeatWords { model: String, got: usize, want: usize },
     #[error(transparent)]
     Verilate(#[from] verilate::VerilateError),
 }

@@ -24,6 +24,26 @@ impl Throughput {
     }
 }
 
+/// The dispatch engine's decision latency: cycles from the cycle a descriptor is pushed in (on an idle
+/// engine) to the cycle its decision is on the ports. [`Dispatch::cycle`](crate::dispatch::Dispatch::cycle)
+/// shows a cycle's outputs before its edge, so the push's own call shows cycle 0.
+pub fn decision_latency(model: &Model) -> Result<u64, SimError> {
+    let mut d = crate::dispatch::Dispatch::new(model)?;
+    let configure = Some(Config { pe: 0, kernel: 0, enabled: true, busy_until: 0 });
+    d.cycle(&Inputs { configure, ..Inputs::default() });
+    let push = Some(Descriptor { id: 1, kernel: 0, est: 10, deadline: u64::MAX >> 16 });
+    let mut out = d.cycle(&Inputs { push, ..Inputs::default() });
+    let mut cycles = 0;
+    while out.decision.is_none() && cycles < 64 {
+        out = d.cycle(&Inputs::default());
+        cycles += 1;
+    }
+    if out.decision.is_none() {
+        return Err(SimError::Stalled { model: model.name().into(), got: 0, expected: 1, cycles });
+    }
+    Ok(cycles)
+}
+
 /// Runs design `model`'s standard workload (`scale` 1 is about 10^4..10^5 cycles).
 pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimError> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
@@ -35,6 +55,17 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
             let img = inputs::image(&mut rng, w, h);
             let run = k.run(&img, w)?;
             Ok(Throughput { items: img.len() as u64, item: "pixel", cycles: run.cycles })
+        }
+        "sobel8" => {
+            // Camera-frame rows (1920 wide, a multiple of eight) and a ragged width.
+            let mut k = crate::sobel8::Sobel8::new(model)?;
+            let (mut items, mut cycles) = (0, 0);
+            for (w, h) in [(1920, 8 * scale), (1021, 8 * scale)] {
+                let img = inputs::image(&mut rng, w, h);
+                cycles += k.run(&img, w)?.cycles;
+                items += img.len() as u64;
+            }
+            Ok(Throughput { items, item: "pixel", cycles })
         }
         "bloom" => {
             let mut k = Bloom::new(model)?;
@@ -49,8 +80,34 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
                 cycles: run.cycles,
             })
         }
+        "bloom8" => {
+            // The same workload as `bloom`: 64-term documents fill eight beats each.
+            let mut k = crate::bloom8::Bloom8::new(model)?;
+            let (profile, interests) = inputs::profile(&mut rng, 100);
+            k.load_profile(&profile);
+            let docs: Vec<Vec<u32>> =
+                (0..64 * scale).map(|_| inputs::document(&mut rng, &interests, 64)).collect();
+            let run = k.score(&docs)?;
+            Ok(Throughput {
+                items: docs.iter().map(|d| d.len() as u64).sum(),
+                item: "term",
+                cycles: run.cycles,
+            })
+        }
         "dense" => {
             let mut k = Dense::new(model)?;
+            k.load(&inputs::layer(&mut rng));
+            let xs: Vec<Vec<i16>> = (0..64 * scale).map(|_| inputs::vector(&mut rng, 64)).collect();
+            let run = k.forward(&xs)?;
+            Ok(Throughput {
+                items: xs.iter().map(|x| x.len() as u64).sum(),
+                item: "input element",
+                cycles: run.cycles,
+            })
+        }
+        "dense32" => {
+            // The same workload as `dense`: 64-element vectors, two full beats each.
+            let mut k = crate::dense32::Dense32::new(model)?;
             k.load(&inputs::layer(&mut rng));
             let xs: Vec<Vec<i16>> = (0..64 * scale).map(|_| inputs::vector(&mut rng, 64)).collect();
             let run = k.forward(&xs)?;
@@ -91,7 +148,7 @@ pub fn standard_workload(model: &Model, scale: u32) -> Result<Throughput, SimErr
         other => Err(SimError::WrongModel {
             model: model.path().display().to_string(),
             found: other.into(),
-            expected: "sobel, bloom, dense or dispatch".into(),
+            expected: "sobel, sobel8, bloom, bloom8, dense, dense32 or dispatch".into(),
         }),
     }
 }

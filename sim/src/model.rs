@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use libloading::Library;
 
 use crate::SimError;
+use crate::beats::Beats;
 
 /// Where `build.rs` put the compiled models.
 pub fn built_models_dir() -> PathBuf {
@@ -39,6 +40,15 @@ pub struct PortInfo {
 pub struct Port {
     index: u32,
     mask: u64,
+    /// 64-bit words the port's value takes.
+    words: u32,
+}
+
+impl Port {
+    /// 64-bit words the port's value takes (1 up to 64 bits).
+    pub fn words(&self) -> usize {
+        self.words as usize
+    }
 }
 
 struct Api {
@@ -46,6 +56,7 @@ struct Api {
     free: unsafe extern "C" fn(*mut c_void),
     eval: unsafe extern "C" fn(*mut c_void),
     set: unsafe extern "C" fn(*mut c_void, u32, u64),
+    set_words: unsafe extern "C" fn(*mut c_void, u32, *const u64),
     get: unsafe extern "C" fn(*mut c_void, u32) -> u64,
     cycles: unsafe extern "C" fn(*mut c_void, u32, u64),
     stream: StreamFn,
@@ -56,9 +67,13 @@ struct Api {
 type StreamFn = unsafe extern "C" fn(
     *mut c_void,
     *const u32,
+    u32,
+    *const u64,
     *const u64,
     *const u8,
     u64,
+    u32,
+    *mut u64,
     *mut u64,
     *mut u8,
     u64,
@@ -79,14 +94,17 @@ pub struct StreamPorts {
     pub m_valid: Port,
     pub m_ready: Port,
     pub m_last: Port,
+    /// TKEEP of the slave stream, if the design has one (one bit per lane).
+    pub s_keep: Option<Port>,
+    /// TKEEP of the master stream, if the design has one.
+    pub m_keep: Option<Port>,
 }
 
-/// What [`Instance::stream`] moved: output beats (data, last; at most the expected count), input
-/// beats taken, output beats seen (which may exceed the expected count), cycles run.
+/// What [`Instance::stream`] moved: output beats (at most the expected count), input beats taken,
+/// output beats seen (which may exceed the expected count), cycles run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Moved {
-    pub data: Vec<u64>,
-    pub last: Vec<bool>,
+    pub beats: Beats,
     pub sent: usize,
     pub got: usize,
     pub cycles: u64,
@@ -160,6 +178,7 @@ impl Model {
             free: symbol(&lib, path, "spork_model_free")?,
             eval: symbol(&lib, path, "spork_model_eval")?,
             set: symbol(&lib, path, "spork_model_set")?,
+            set_words: symbol(&lib, path, "spork_model_set_words")?,
             get: symbol(&lib, path, "spork_model_get")?,
             cycles: symbol(&lib, path, "spork_model_cycles")?,
             stream: symbol(&lib, path, "spork_model_stream")?,
@@ -215,7 +234,8 @@ impl Model {
         match found {
             Some(i) => {
                 let w = self.ports[i].width;
-                Ok(Port { index: i as u32, mask: if w >= 64 { u64::MAX } else { (1 << w) - 1 } })
+                let mask = if w >= 64 { u64::MAX } else { (1 << w) - 1 };
+                Ok(Port { index: i as u32, mask, words: w.div_ceil(64).max(1) })
             }
             None => Err(SimError::NoPort {
                 model: self.name.clone(),
@@ -266,6 +286,17 @@ impl Instance {
         unsafe { (self.model.api.set)(self.handle, port.index, value & port.mask) }
     }
 
+    /// Drives an input of any width from `words`, low word first; missing words are zero and
+    /// extra ones ignored. Takes effect as [`Instance::set`] does.
+    pub fn set_words(&mut self, port: Port, words: &[u64]) {
+        let mut w = vec![0u64; port.words()];
+        let n = w.len().min(words.len());
+        w[..n].copy_from_slice(&words[..n]);
+        // SAFETY: `handle` is live, `port` was checked against this model's table and `w` holds
+        // the port's whole width, which is all the shim reads.
+        unsafe { (self.model.api.set_words)(self.handle, port.index, w.as_ptr()) }
+    }
+
     pub fn get(&mut self, port: Port) -> u64 {
         // SAFETY: as in `set`.
         unsafe { (self.model.api.get)(self.handle, port.index) }
@@ -288,19 +319,19 @@ impl Instance {
         self.cycles += n;
     }
 
-    /// Streams `data` (with TLAST flags `last`) in through `ports` until `expected` beats came out
-    /// (the loop runs in the model's library: see `spork_model_stream` in `shim.cpp`). TREADY
-    /// follows `ready`, repeated (empty: always high); the run gives up after `patience` cycles with
-    /// no beat moving.
+    /// Streams `input` in through `ports` until `expected` beats came out (the loop runs in the
+    /// model's library: see `spork_model_stream` in `shim.cpp`). `input` carries as many words per
+    /// beat as `s_data` takes; the output as many as `m_data`. TREADY follows `ready`, repeated
+    /// (empty: always high); the run gives up after `patience` cycles with no beat moving.
     pub fn stream(
         &mut self,
         ports: &StreamPorts,
-        data: &[u64],
-        last: &[bool],
+        input: &Beats,
         expected: usize,
         ready: &[bool],
         patience: u64,
     ) -> Moved {
+        let none = Port { index: u32::MAX, mask: 0, words: 1 };
         let p = [
             self.clock,
             ports.s_data,
@@ -311,23 +342,32 @@ impl Instance {
             ports.m_valid,
             ports.m_ready,
             ports.m_last,
+            ports.s_keep.unwrap_or(none),
+            ports.m_keep.unwrap_or(none),
         ];
         let index = p.map(|p| p.index);
-        let masked: Vec<u64> = data.iter().map(|&d| d & ports.s_data.mask).collect();
-        let flags: Vec<u8> =
-            (0..data.len()).map(|i| u8::from(last.get(i).copied().unwrap_or(false))).collect();
+        let (in_words, out_words) = (ports.s_data.words(), ports.m_data.words());
+        let n_in = if input.words == in_words { input.len() } else { 0 };
+        let flags: Vec<u8> = input.last.iter().map(|&l| u8::from(l)).collect();
         let ready: Vec<u8> = ready.iter().map(|&r| u8::from(r)).collect();
-        let (mut out, mut out_last, mut moved) = (vec![0u64; expected], vec![0u8; expected], [0u64; 2]);
-        // SAFETY: `handle` is live; the port indices were checked against this model's table; every
-        // buffer is as long as the count passed with it and outlives the call.
+        let mut out = Beats::with_len(out_words, expected);
+        let mut out_last = vec![0u8; expected];
+        let mut moved = [0u64; 2];
+        // SAFETY: `handle` is live; the port indices were checked against this model's table (or
+        // are u32::MAX, which the shim reads as "none"); `input` holds `n_in` beats of `in_words`
+        // words (checked above), `out` `expected` of `out_words`; every buffer outlives the call.
         let cycles = unsafe {
             (self.model.api.stream)(
                 self.handle,
                 index.as_ptr(),
-                masked.as_ptr(),
+                in_words as u32,
+                input.data.as_ptr(),
+                input.keep.as_ptr(),
                 flags.as_ptr(),
-                masked.len() as u64,
-                out.as_mut_ptr(),
+                n_in as u64,
+                out_words as u32,
+                out.data.as_mut_ptr(),
+                out.keep.as_mut_ptr(),
                 out_last.as_mut_ptr(),
                 expected as u64,
                 ready.as_ptr(),
@@ -337,11 +377,9 @@ impl Instance {
             )
         };
         self.cycles += cycles;
-        let got = (moved[1] as usize).min(expected);
-        out.truncate(got);
-        out_last.truncate(got);
-        let last = out_last.into_iter().map(|l| l != 0).collect();
-        Moved { data: out, last, sent: moved[0] as usize, got: moved[1] as usize, cycles }
+        out.last = out_last.into_iter().map(|l| l != 0).collect();
+        out.truncate((moved[1] as usize).min(expected));
+        Moved { beats: out, sent: moved[0] as usize, got: moved[1] as usize, cycles }
     }
 
     /// Why the instance stopped for good (the design ran `$stop` or `$fatal`, or the Verilator

@@ -240,15 +240,10 @@ fn parse_ports(header: &str) -> Result<Vec<Port>, VerilateError> {
         };
         let Some(open) = rest.find("(&") else { continue };
         let args: Vec<&str> = rest[open + 2..].trim_end_matches(");").split(',').map(str::trim).collect();
-        let [member, msb, lsb] = args[..] else {
+        // Ports past 64 bits (VL_INW/VL_OUTW) add their count of 32-bit words.
+        let (&[member, msb, lsb] | &[member, msb, lsb, _]) = &args[..] else {
             return Err(VerilateError::Port(format!("cannot read the port declaration `{line}`")));
         };
-        if rest[..open].contains('W') {
-            return Err(VerilateError::Port(format!(
-                "port `{member}` is wider than 64 bits: the simulated board drives ports of at most 64 bits \
-                 (split it, or narrow TDATA)"
-            )));
-        }
         let (Ok(msb), Ok(lsb)) = (msb.parse::<u32>(), lsb.parse::<u32>()) else {
             return Err(VerilateError::Port(format!("cannot read the port widths in `{line}`")));
         };

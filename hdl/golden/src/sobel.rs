@@ -9,6 +9,9 @@ use crate::ShapeError;
 /// The line buffers hold this many pixels: the widest image the RTL accepts.
 pub const MAX_WIDTH: usize = 256;
 
+/// The widest image the eight-pixel RTL (`sobel8`) accepts: 512 line-buffer words of eight pixels.
+pub const MAX_WIDE_WIDTH: usize = 4096;
+
 /// The magnitude of one 3x3 window, `win[row][col]`.
 pub fn magnitude(win: [[u8; 3]; 3]) -> u8 {
     let p = |r: usize, c: usize| i32::from(win[r][c]);
@@ -19,8 +22,17 @@ pub fn magnitude(win: [[u8; 3]; 3]) -> u8 {
 
 /// Checks that `len` pixels form an image of rows of `width` the RTL can take.
 pub fn check_shape(len: usize, width: usize) -> Result<usize, ShapeError> {
-    if !(3..=MAX_WIDTH).contains(&width) {
-        return Err(ShapeError::Width { width, max: MAX_WIDTH });
+    check_shape_up_to(len, width, MAX_WIDTH)
+}
+
+/// [`check_shape`] for the eight-pixel RTL's widths, up to [`MAX_WIDE_WIDTH`]: the rows.
+pub fn sobel_wide_shape(len: usize, width: usize) -> Result<usize, ShapeError> {
+    check_shape_up_to(len, width, MAX_WIDE_WIDTH)
+}
+
+fn check_shape_up_to(len: usize, width: usize, max: usize) -> Result<usize, ShapeError> {
+    if !(3..=max).contains(&width) {
+        return Err(ShapeError::Width { width, max });
     }
     if !len.is_multiple_of(width) || len / width < 3 {
         return Err(ShapeError::Rows { len, width });
@@ -31,6 +43,16 @@ pub fn check_shape(len: usize, width: usize) -> Result<usize, ShapeError> {
 /// The interior gradient magnitudes of a `width`-wide image, in raster order.
 pub fn sobel(pixels: &[u8], width: usize) -> Result<Vec<u8>, ShapeError> {
     let height = check_shape(pixels.len(), width)?;
+    Ok(interior(pixels, width, height))
+}
+
+/// [`sobel`] for the eight-pixel RTL's widths, up to [`MAX_WIDE_WIDTH`].
+pub fn sobel_wide(pixels: &[u8], width: usize) -> Result<Vec<u8>, ShapeError> {
+    let height = sobel_wide_shape(pixels.len(), width)?;
+    Ok(interior(pixels, width, height))
+}
+
+fn interior(pixels: &[u8], width: usize, height: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity((width - 2) * (height - 2));
     for r in 1..height - 1 {
         for c in 1..width - 1 {
@@ -43,7 +65,7 @@ pub fn sobel(pixels: &[u8], width: usize) -> Result<Vec<u8>, ShapeError> {
             out.push(magnitude(win));
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
