@@ -17,6 +17,12 @@ KUBERNETES_VALIDATE_VERSION=1.37.0
 venv="${SPORK_VENV:-$HOME/.cache/spork-venv}"
 python="$venv/bin/python"
 
+# One maker at a time: tests that start together on a fresh machine each run this script, and two
+# `python -m venv` into one folder fail ("File exists").
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+
 if [[ ! -x "$python" ]]; then
     base="${SPORK_PYTHON:-python3}"
     if ! command -v "$base" >/dev/null; then
