@@ -14,7 +14,8 @@ use spork::repository::kernel::RepoKernel;
 use spork::repository::spec;
 
 /// A model of the repository with the request size to time it at (its dims, in the spec's order).
-const MODELS: [(&str, &[u64]); 1] = [("sobel", &[1080, 1920])];
+/// Sobel at a 1080p frame, bloom at 4,096 documents of 256 terms, dense at 16,384 vectors.
+const MODELS: [(&str, &[u64]); 3] = [("sobel", &[1080, 1920]), ("bloom", &[4096, 256]), ("dense", &[16384])];
 
 fn bench(c: &mut Criterion) {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
