@@ -28,7 +28,8 @@ usage: $PROG --kernel sobel|bloom|dense --platform NAME|XPFM [--target hw|hw_emu
   --dry-run    print the commands, one per line, instead of running them
   -h, --help   this help
 
-Steps: package the RTL kernel .xo (vivado), compile mm2s/s2mm (v++ -c), link (v++ -l) into
+Steps: package the RTL kernel .xo (vivado), compile mm2s/s2mm (v++ -c; 64-bit words, or 512 as
+DIR/mover_bits.txt says for a package whose beats are wider), link (v++ -l) into
 <out>/<kernel>.<target>.xclbin. For hw, also write <out>/<kernel>.toml (the image's manifest) and,
 on an Alveo platform, copy both to bitstreams/alveo/; on the AWS F1 shell, continue with
 scripts/build-afi.sh --xclbin <out>/<kernel>.hw.xclbin.
@@ -93,7 +94,7 @@ toml_str() {
     printf '"%s"' "$s"
 }
 
-kernel="" package="" platform="" target=hw out="" clock=300 part=auto dry_run=0
+kernel="" package="" platform="" target=hw out="" clock=300 part=auto dry_run=0 mover_bits=64
 while (($#)); do
     case $1 in
         --kernel) need_value "$@"; kernel=$2; shift 2 ;;
@@ -118,6 +119,11 @@ if [[ -n $package ]]; then
         || die "$package holds no single <top>_vitis.v: run \`spork kernel package MODEL --out $package\` first"
     [[ -f $package/sources.txt ]] || die "$package/sources.txt is missing: run \`spork kernel package\` again"
     mapfile -t sources <"$package/sources.txt"
+    # The movers' word width: 512 bits for a model whose beats are wider than 64 (spork kernel package).
+    if [[ -f $package/mover_bits.txt ]]; then
+        mover_bits=$(<"$package/mover_bits.txt")
+        [[ $mover_bits == 64 || $mover_bits == 512 ]] || die "$package/mover_bits.txt says '$mover_bits': 64 or 512"
+    fi
     top=$(basename "${tops[0]}" .v)
     kernel=${top%_vitis}
     item="item"
@@ -173,7 +179,7 @@ run_in "$out" vivado -mode batch -notrace -nojournal -log "$out/logs/package_$to
 for mover in mm2s s2mm; do
     run_in "$out" v++ -c -t "$target" --platform "$platform" -k "$mover" \
         --temp_dir "$out/_x.$mover" --log_dir "$out/logs" --report_dir "$out/reports" \
-        -o "$out/$mover.xo" "$VITIS/$mover.cpp"
+        -D "SPORK_MOVER_BITS=$mover_bits" -o "$out/$mover.xo" "$VITIS/$mover.cpp"
 done
 
 # 3. Link: mm2s -> kernel -> s2mm at the requested kernel clock.

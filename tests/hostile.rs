@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use spork::oip::proto;
 
+#[path = "support/fixtures.rs"]
+#[allow(dead_code)]
+mod fixtures;
+
 const TOKEN: &str = "hostile-test-token-0123456789";
 const MIB: u64 = 1 << 20;
 /// The server's address-space cap: far above what it needs (threads reserve their stacks and
@@ -27,7 +31,8 @@ struct Serve {
 }
 
 impl Serve {
-    /// Starts the server with sobel and bloom, a token, a 1 s grace and `limits` (TOML lines).
+    /// Starts the server with sobel and bloom (of [`small_models`]; dense loadable), a token, a 1 s
+    /// grace and `limits` (TOML lines).
     fn start(limits: &str, extra: &[&str]) -> Serve {
         Serve::start_with(limits, extra, None)
     }
@@ -39,6 +44,7 @@ impl Serve {
         std::fs::write(&token, TOKEN).expect("token");
         let config = dir.path().join("serve.toml");
         std::fs::write(&config, format!("[limits]\n{limits}\n")).expect("config");
+        let models = small_models(dir.path());
         // SPORK_HOSTILE_BIN runs the attacks against another build (an older one, to see them land).
         let bin = std::env::var_os("SPORK_HOSTILE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_spork").into());
         let mut cmd = Command::new(bin);
@@ -64,6 +70,8 @@ impl Serve {
         }
         let mut child = cmd
             .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--models", "sobel,bloom"])
+            .arg("--model-repository")
+            .arg(&models)
             .args(["--grace", "1s", "--io-threads", "1", "--scheduler", "cpu-dynamic"])
             .arg("--token-file")
             .arg(&token)
@@ -186,6 +194,27 @@ fn infer_head(body_len: usize, json_len: Option<usize>) -> String {
     format!(
         "POST /v2/models/sobel/infer HTTP/1.1\r\nHost: x\r\nContent-Length: {body_len}\r\nAuthorization: Bearer {TOKEN}\r\n{binary}\r\n"
     )
+}
+
+/// A repository of Spork's three models with smaller largest requests, so that they load under the
+/// tests' 10 and 64 MiB memory budgets (a model whose largest request cannot fit is refused at
+/// load): sobel's rows at most 256 pixels (8 MiB at 16,384 rows), bloom's documents at most 16
+/// terms (4 MiB at 65,536 documents), dense at most 8,192 vectors (1 MiB in, 128 KiB out).
+fn small_models(dir: &std::path::Path) -> std::path::PathBuf {
+    let ours = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let repo = dir.join("models");
+    for (name, from, to) in [
+        ("sobel", "W = { min = 3, max = 4096 }", "W = { min = 3, max = 256 }"),
+        ("bloom", "T = { min = 1, max = 1024 }", "T = { min = 1, max = 16 }"),
+        ("dense", "N = { min = 1, max = 65536 }", "N = { min = 1, max = 8192 }"),
+    ] {
+        fixtures::copy_dir(&ours.join(name), &repo.join(name));
+        let toml = repo.join(name).join("model.toml");
+        let text = std::fs::read_to_string(&toml).expect("model.toml");
+        assert!(text.contains(from), "{name}'s model.toml has {from}");
+        std::fs::write(&toml, text.replace(from, to)).expect("write");
+    }
+    repo
 }
 
 fn bearer() -> (&'static str, String) {
@@ -789,7 +818,7 @@ fn a_stream_whose_answers_are_never_read_is_held_within_the_memory_budget() {
     assert_eq!(code, "0", "{msg}");
     let base = serve.peak_rss();
     let addr = serve.grpc;
-    let message = sobel_message(4096, 1024);
+    let message = sobel_message(16384, 256);
     let mut framed = vec![0u8];
     framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
     framed.extend_from_slice(&message);

@@ -487,9 +487,10 @@ fn spork_s_own_repository_answers_exactly_as_the_built_in_kernels_on_cpu_and_rtl
 }
 
 /// `spork kernel package`: the generated Vitis top, verilated with the model's own RTL and driven as
-/// Spork's data movers drive the card (64-bit words: each request's scalars first, then its beats,
-/// TLAST by the model's rule), answers every request as the model's C code does. sobel has a scalar
-/// (its width, re-armed after each request's TLAST); satadd has none and ends rows with TLAST.
+/// Spork's data movers drive the card (64-bit words, or 512-bit for dense's 512-bit beats: each
+/// request's scalars first, then its beats, TLAST by the model's rule), answers every request as the
+/// model's C code does. sobel has a scalar (its width, re-armed after each request's TLAST); dense
+/// and satadd have none and end rows with TLAST.
 #[test]
 fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code() {
     use rand::SeedableRng;
@@ -500,7 +501,7 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
     let tmp = tempfile::tempdir().expect("tmp");
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(7);
-    for dir in [models.join("sobel"), fixture("satadd")] {
+    for dir in [models.join("sobel"), models.join("dense"), fixture("satadd")] {
         let out = tmp.path().join(dir.file_name().expect("a name"));
         let o = Command::new(env!("CARGO_BIN_EXE_spork"))
             .args(["kernel", "package"])
@@ -529,15 +530,19 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
         let built = spork_sim::cache::verilated(&design).unwrap_or_else(|e| panic!("{}: {e}", spec.name));
         let model = spork_sim::Model::load_path(&built.library).expect("loads");
         let mut axis = Axis::new(&model, &AxisPorts::default()).expect("the card's stream ports");
-        assert_eq!(axis.widths, (64, 64));
+        let w = spec.mover_bits() / 64;
+        assert_eq!(axis.widths, (64 * w as u32, 64 * w as u32), "{}: the movers' words", spec.name);
         let repo = RepoKernel::load(spec.clone(), false).expect("its C code builds");
         // Three requests back to back on one instance: the header re-arms after each.
         for items in [60, 700, 2000] {
             let p = repo.random(items, &mut rng);
             let want = repo.reference(&p).expect("the C code runs");
             let scalars: Vec<u64> = sim.scalars.iter().map(|&d| p.dims[d]).collect();
-            let data = spork::repository::stream::beats(&p.inputs, sim.last, sim.lanes, 1);
-            let mut words = Beats::from_words(&scalars, |_| false);
+            let data = spork::repository::stream::beats(&p.inputs, sim.last, sim.lanes, w);
+            let mut words = Beats::new(w);
+            for &s in &scalars {
+                words.push(u64::MAX, false)[0] = s;
+            }
             words.data.extend(&data.data);
             words.keep.extend(&data.keep);
             words.last.extend(&data.last);

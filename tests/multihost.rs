@@ -327,7 +327,13 @@ fn workers_killed_cut_off_and_returning_lose_no_request() {
     let n = |field: &str| pool[field].as_u64().unwrap_or_else(|| panic!("no count {field} in {pool}"));
     // Beyond the load's: the start-up probe and tritonclient's request.
     assert_eq!(n("answered"), ok + 2, "{pool}");
-    assert_eq!(n("rejected"), refused, "{pool}");
+    // Refused by the pool (no worker could meet the deadline) or before it (on the memory budget, or
+    // a deadline that passed on the way to the scheduler under a loaded run's waits): the metrics
+    // count each refusal once, by the model or by the layer that refused it.
+    assert!(n("rejected") <= refused, "{pool}");
+    let counted = get(&after, "spork_requests_total{model=\"sobel\",kind=\"none\",outcome=\"rejected\"}")
+        + get(&after, "spork_requests_refused_total{reason=\"rejected\"}");
+    assert_eq!(counted, refused as f64, "{after:?}");
     assert_eq!(n("rejected_at_stop"), 0, "none refused at the drain: {pool}");
     assert_eq!(n("offered"), n("answered") + n("rejected"), "each request taken settled once: {pool}");
     assert_eq!(n("answered"), n("answered_cpu") + n("answered_fpga"), "each answer on one kind: {pool}");

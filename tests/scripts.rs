@@ -76,23 +76,32 @@ fn scripts_are_shellcheck_clean_and_dry_runs_print_the_flow() {
 fn a_packaged_model_builds_through_the_same_flow() {
     let r = root();
     let tmp = tempfile::tempdir().expect("tmp");
-    let pkg = tmp.path().join("pkg");
-    let (ok, out) = run(Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["kernel", "package"])
-        .arg(r.join("models/sobel"))
-        .arg("--out")
-        .arg(&pkg));
-    assert!(ok, "{out}");
-    let (ok, out) = run(Command::new(r.join("scripts/build-xclbin.sh")).arg("--package").arg(&pkg).args([
-        "--platform",
-        "xilinx_u250_gen3x16_xdma_4_1_202210_1",
-        "--dry-run",
-    ]));
-    assert!(ok, "{out}");
-    for needle in
-        ["package_kernel.tcl", "sobel_stream_vitis", "sobel_stream.v", "-k mm2s", "v++ -l", "[fpga.alveo]"]
-    {
-        assert!(out.contains(needle), "missing {needle}:\n{out}");
+    // sobel's 64-bit beats through 64-bit data movers; dense's 512-bit beats through 512-bit ones.
+    let mut out = String::new();
+    for (model, top, bits) in [("sobel", "sobel8_stream", 64), ("dense", "dense32_stream", 512)] {
+        let pkg = tmp.path().join(model);
+        let (ok, text) = run(Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["kernel", "package"])
+            .arg(r.join("models").join(model))
+            .arg("--out")
+            .arg(&pkg));
+        assert!(ok, "{text}");
+        let written = std::fs::read_to_string(pkg.join("mover_bits.txt")).expect("mover_bits.txt");
+        assert_eq!(written.trim(), bits.to_string(), "{model}");
+        let (ok, text) = run(Command::new(r.join("scripts/build-xclbin.sh"))
+            .arg("--package")
+            .arg(&pkg)
+            .args(["--platform", "xilinx_u250_gen3x16_xdma_4_1_202210_1", "--dry-run"]));
+        assert!(ok, "{text}");
+        let vitis = format!("{top}_vitis");
+        let source = format!("{top}.v");
+        let movers = format!("-D SPORK_MOVER_BITS={bits}");
+        let needles: [&str; 7] =
+            ["package_kernel.tcl", &vitis, &source, "-k mm2s", &movers, "v++ -l", "[fpga.alveo]"];
+        for needle in needles {
+            assert!(text.contains(needle), "{model}: missing {needle}:\n{text}");
+        }
+        out = text;
     }
     assert!(
         !out.contains("write") || !out.contains("source_sha256"),

@@ -6,9 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 #[path = "support/boards.rs"]
 mod boards;
-#[path = "support/fixtures.rs"]
-#[allow(dead_code)]
-mod fixtures;
 
 /// One loopback board at a time: its kernels are Verilated, and two runs on CI's 2 cores make each
 /// other's boards fall behind their bookings (the time-shared test once saw its second model never
@@ -173,10 +170,10 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
     use std::process::Stdio;
     let _board = one_board();
     let tmp = tempfile::tempdir().expect("tmp");
-    // Each model's image is its own repository RTL, as the loopback xclbin names it: sobel's
-    // eight-pixel build (64-bit beats) from models/, dense's one-element build from a copy (its
-    // 32-element build's 512-bit beats are wider than the data movers' 64-bit words).
-    let repo = one_lane_dense(tmp.path());
+    // Each model's image is its own repository RTL (models/), as the loopback xclbin names it:
+    // sobel's eight pixels a beat through 64-bit data movers, dense's 32 elements (512-bit beats)
+    // through 512-bit ones.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
     let image = |model: &str, top: &str, extra: &str, uuid: &str| {
         let p = tmp.path().join(format!("{model}.xclbin"));
         let library = built_library(&repo.join(model));
@@ -188,7 +185,7 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
         p.to_string_lossy().into_owned()
     };
     let sobel = image("sobel", "sobel8_stream", "scalars=width\n", &"0123456789abcdef".repeat(2));
-    let dense = image("dense", "dense_stream", "", &"fedcba9876543210".repeat(2));
+    let dense = image("dense", "dense32_stream", "mover=512\n", &"fedcba9876543210".repeat(2));
     let platform = tmp.path().join("platform.toml");
     // CPUs at 10x the paper's power: a board pays for itself at the light load the loopback keeps up with.
     std::fs::write(&platform, "[cpu]\nbusy_power_w = 1500.0\n[fpga]\nspin_up = \"300ms\"\n")
@@ -196,7 +193,6 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
     let sys = sysfs();
     let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
         .args(["serve", "--board", "alveo", "--device", "0000:3b:00.1", "--models", "sobel,dense"])
-        .args(["--model-repository", repo.to_str().expect("utf8")])
         .args(["--xclbin", &format!("sobel={sobel}"), "--xclbin", &format!("dense={dense}")])
         .args(["--sys", sys.to_str().expect("utf8"), "--clock-mhz", "1000", "--grace", "2s"])
         // More CPU workers than the 2 cores CI has (the default cap): while the board loads the other
@@ -269,27 +265,6 @@ fn a_served_board_is_time_shared_by_two_models_through_real_xclbin_loads() {
 }
 
 /// The verilated library of repository model `dir`, as `spork kernel build` reports it.
-/// A repository of Spork's sobel and of dense switched to its one-element build (`rtl/dense.v`,
-/// top `dense_stream`, one lane), as its model.toml's comment says to for a part the wide one does
-/// not suit.
-fn one_lane_dense(tmp: &Path) -> PathBuf {
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
-    let repo = tmp.join("repo");
-    for m in ["sobel", "dense"] {
-        fixtures::copy_dir(&models.join(m), &repo.join(m));
-    }
-    let toml = repo.join("dense/model.toml");
-    let text = std::fs::read_to_string(&toml).expect("dense's model.toml");
-    let one = text
-        .replace("rtl/dense32.v", "rtl/dense.v")
-        .replace("rtl/dense32_stream.v", "rtl/dense_stream.v")
-        .replace("top = \"dense32_stream\"", "top = \"dense_stream\"")
-        .replace("lanes = 32\n", "");
-    assert!(one != text && !one.contains("lanes ="), "dense's model.toml names its 32-lane build");
-    std::fs::write(&toml, one).expect("write");
-    repo
-}
-
 fn built_library(dir: &Path) -> String {
     let o =
         Command::new(env!("CARGO_BIN_EXE_spork")).arg("kernel").arg("build").arg(dir).output().expect("runs");
@@ -316,6 +291,7 @@ fn repository_models_run_on_the_loopback_alveo_in_the_stream_convention() {
     let platform = platform.to_str().expect("utf8");
     let cases = [
         (root.join("models"), "sobel", "sobel8_stream", "scalars=width\n"),
+        (root.join("models"), "dense", "dense32_stream", "mover=512\n"),
         (root.join("tests/fixtures/kernels"), "crc8", "crc8", ""),
     ];
     for (repo, model, top, scalars) in cases {

@@ -11,9 +11,12 @@
 // optionally "scalars=<port>,<port>" (default none) and "ports=<clock>,<reset>,<in>,<out>" (default
 // ap_clk,ap_rst_n,s_axis,m_axis): it is driven through its AXI4-Stream handshake as the card would,
 // its scalars taken from the transfer's first `header` words (mm2s argument 2) and TLAST on every
-// `row`-th word after them (argument 3; 0: on the last word only).
+// `row`-th word after them (argument 3; 0: on the last word only). "mover=512" says the image's
+// data movers were built 512 bits wide (a model whose beats are wider than 64 bits): a mover word,
+// as the word counts and the header count them, is then eight 64-bit words of the buffer.
 
 #include <dlfcn.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
@@ -35,6 +38,8 @@ struct Model {
     void (*eval)(void*) = nullptr;
     void (*set)(void*, uint32_t, uint64_t) = nullptr;
     uint64_t (*get)(void*, uint32_t) = nullptr;
+    void (*set_words)(void*, uint32_t, const uint64_t*) = nullptr;
+    void (*get_words)(void*, uint32_t, uint64_t*) = nullptr;
     void (*cycles)(void*, uint32_t, uint64_t) = nullptr;
     uint32_t (*count)() = nullptr;
     const char* (*pname)(uint32_t) = nullptr;
@@ -45,6 +50,7 @@ struct Axis {
     std::string path;  // the verilated design; empty: a built-in kernel
     std::vector<std::string> scalars;
     std::string clock = "ap_clk", reset = "ap_rst_n", in = "s_axis", out = "m_axis";
+    size_t words = 1;  // 64-bit words in one of the data movers' words (8 for "mover=512")
 };
 
 struct Device {
@@ -100,10 +106,13 @@ bool open_model(Device* d) {
     m->eval = (void (*)(void*))dlsym(m->lib, "spork_model_eval");
     m->set = (void (*)(void*, uint32_t, uint64_t))dlsym(m->lib, "spork_model_set");
     m->get = (uint64_t(*)(void*, uint32_t))dlsym(m->lib, "spork_model_get");
+    m->set_words = (void (*)(void*, uint32_t, const uint64_t*))dlsym(m->lib, "spork_model_set_words");
+    m->get_words = (void (*)(void*, uint32_t, uint64_t*))dlsym(m->lib, "spork_model_get_words");
     m->cycles = (void (*)(void*, uint32_t, uint64_t))dlsym(m->lib, "spork_model_cycles");
     m->count = (uint32_t(*)())dlsym(m->lib, "spork_model_port_count");
     m->pname = (const char* (*)(uint32_t))dlsym(m->lib, "spork_model_port_name");
-    if (!m->mnew || !m->mfree || !m->eval || !m->set || !m->get || !m->cycles || !m->count || !m->pname) {
+    if (!m->mnew || !m->mfree || !m->eval || !m->set || !m->get || !m->set_words || !m->get_words || !m->cycles ||
+        !m->count || !m->pname) {
         dlclose(m->lib);
         return false;
     }
@@ -193,18 +202,23 @@ std::vector<uint64_t> process(Model& m, const std::string& kernel, const std::ve
 // Drives a repository model's design through its stream handshake, as sim/src/axis.rs does: each
 // cycle the next word is offered (TLAST by `row`), TREADY out is high, the logic settles, both
 // handshakes are sampled, then the clock ticks. Stops when `expected` words came out and every word
-// went in, or after 10,000 cycles without progress.
+// went in, or after 10,000 cycles without progress. `header`, `row` and `expected` count mover words
+// (`a.words` 64-bit words each), as the movers' arguments do.
 std::vector<uint64_t> process_axis(Model& m, const Axis& a, const std::vector<uint64_t>& in, uint32_t header,
                                    uint32_t row, size_t expected) {
+    const size_t W = a.words, total = in.size() / W;
     void* h = m.mnew();
     auto P = [&](const std::string& n) { return m.ports.at(n); };
     uint32_t clk = P(a.clock);
     uint32_t s_data = P(a.in + "_tdata"), s_valid = P(a.in + "_tvalid"), s_ready = P(a.in + "_tready");
     uint32_t s_last = P(a.in + "_tlast"), m_data = P(a.out + "_tdata"), m_valid = P(a.out + "_tvalid");
     uint32_t m_ready = P(a.out + "_tready");
-    for (size_t k = 0; k < a.scalars.size(); ++k) m.set(h, P(a.scalars[k]), k < header && k < in.size() ? in[k] : 0);
+    for (size_t k = 0; k < a.scalars.size(); ++k) m.set(h, P(a.scalars[k]), k < header && k < total ? in[k * W] : 0);
     m.set(h, s_valid, 0);
     m.set(h, m_ready, 0);
+    // The data movers carry no TKEEP: the packaged kernel ties its every lane high (repository/vitis.rs).
+    auto keep = m.ports.find(a.in + "_tkeep");
+    if (keep != m.ports.end()) m.set(h, keep->second, ~0ull);
     if (!a.reset.empty()) {
         m.set(h, P(a.reset), 0);
         m.cycles(h, clk, 4);
@@ -212,14 +226,19 @@ std::vector<uint64_t> process_axis(Model& m, const Axis& a, const std::vector<ui
     }
     m.eval(h);
     std::vector<uint64_t> out;
-    size_t sent = std::min<size_t>(header, in.size());
+    size_t sent = std::min<size_t>(header, total);
     uint64_t idle = 0;
-    while ((out.size() < expected || sent < in.size()) && idle <= 10000) {
-        bool offered = sent < in.size();
+    // Scratch beats wider than any port the loopback drives (set_words/get_words move the port's
+    // whole width, which may exceed the mover's word).
+    std::vector<uint64_t> beat(64), word(64);
+    while ((out.size() < expected * W || sent < total) && idle <= 10000) {
+        bool offered = sent < total;
         if (offered) {
             size_t i = sent - header;
-            bool last = sent + 1 == in.size() || (row != 0 && (i + 1) % row == 0);
-            m.set(h, s_data, in[sent]);
+            bool last = sent + 1 == total || (row != 0 && (i + 1) % row == 0);
+            std::fill(word.begin(), word.end(), 0);
+            std::copy_n(in.data() + sent * W, W, word.begin());
+            m.set_words(h, s_data, word.data());
             m.set(h, s_last, last);
         }
         m.set(h, s_valid, offered);
@@ -227,7 +246,11 @@ std::vector<uint64_t> process_axis(Model& m, const Axis& a, const std::vector<ui
         m.eval(h);
         bool accepted = offered && m.get(h, s_ready);
         bool produced = m.get(h, m_valid);
-        if (produced) out.push_back(m.get(h, m_data));
+        if (produced) {
+            std::fill(beat.begin(), beat.end(), 0);
+            m.get_words(h, m_data, beat.data());
+            out.insert(out.end(), beat.begin(), beat.begin() + W);
+        }
         m.cycles(h, clk, 1);
         sent += accepted;
         idle = (accepted || produced) ? 0 : idle + 1;
@@ -244,7 +267,8 @@ void try_stream(Device* d) {
     Run* out = o->second;
     pending_in.erase(i);
     pending_out.erase(o);
-    std::vector<uint64_t> words(in->words);
+    const size_t W = d->axis.path.empty() ? 1 : d->axis.words;
+    std::vector<uint64_t> words(size_t(in->words) * W);
     std::memcpy(words.data(), in->bo->data.data(), std::min(words.size() * 8, in->bo->data.size()));
     std::vector<uint64_t> result;
     try {
@@ -253,7 +277,7 @@ void try_stream(Device* d) {
     } catch (...) {
         result.clear();  // a model without the expected ports: the output stays empty (a failed run)
     }
-    size_t n = std::min<size_t>(result.size(), out->words);
+    size_t n = std::min<size_t>(result.size(), size_t(out->words) * W);
     std::memset(out->bo->data.data(), 0, out->bo->data.size());
     std::memcpy(out->bo->data.data(), result.data(), std::min(n * 8, out->bo->data.size()));
     in->done = out->done = true;
@@ -323,6 +347,11 @@ int xrtDeviceLoadXclbinFile(void* h, const char* path) {
         if (line.rfind("uuid=", 0) == 0) uuid = line.substr(5);
         if (line.rfind("model=", 0) == 0) axis.path = line.substr(6);
         if (line.rfind("scalars=", 0) == 0) axis.scalars = split(line.substr(8));
+        if (line.rfind("mover=", 0) == 0) {
+            std::string bits = line.substr(6);
+            if (bits != "64" && bits != "512") return -EINVAL;
+            axis.words = bits == "512" ? 8 : 1;
+        }
         if (line.rfind("ports=", 0) == 0) {
             auto p = split(line.substr(6));
             if (p.size() != 4) return -EINVAL;

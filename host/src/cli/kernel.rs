@@ -250,7 +250,16 @@ fn package(dir: &Path, out: Option<PathBuf>) -> anyhow::Result<()> {
     sources.push(absolute(&top).display().to_string());
     std::fs::write(out.join("sources.txt"), sources.join("\n") + "\n")
         .with_context(|| format!("writing {}", out.join("sources.txt").display()))?;
-    out!("{}: Vitis kernel {}_vitis written to {} (with sources.txt)", spec.name, sim.top, out.display());
+    // The data movers' word width, which scripts/build-xclbin.sh compiles them at.
+    let bits = spec.mover_bits();
+    std::fs::write(out.join("mover_bits.txt"), format!("{bits}\n"))
+        .with_context(|| format!("writing {}", out.join("mover_bits.txt").display()))?;
+    out!(
+        "{}: Vitis kernel {}_vitis written to {} (with sources.txt; {bits}-bit data movers)",
+        spec.name,
+        sim.top,
+        out.display()
+    );
     out!(
         "  then, where Vitis is installed: scripts/build-xclbin.sh --package {} --platform NAME",
         out.display()

@@ -60,6 +60,8 @@ impl AlveoBoard {
         let words = stream::encode(image, payload);
         let (header, row) = stream::framing(image, payload);
         let out_words = stream::expected_words(image, payload);
+        // The movers count their own words (64 or 512 bits); the buffers are in 64-bit words.
+        let per = stream::mover_words(image);
         let mm2s = Kernel::open(device, &self.uuid, "mm2s")?;
         let s2mm = Kernel::open(device, &self.uuid, "s2mm")?;
         let mut input = Bo::alloc(device, words.len() * 8, mm2s.group_id(0)?)?;
@@ -70,11 +72,11 @@ impl AlveoBoard {
         let start = Instant::now();
         let mut sink = Run::open(&s2mm)?;
         sink.set_bo(0, &output)?;
-        sink.set_u32(1, out_words as u32)?;
+        sink.set_u32(1, (out_words / per) as u32)?;
         sink.start()?;
         let mut source = Run::open(&mm2s)?;
         source.set_bo(0, &input)?;
-        source.set_u32(1, words.len() as u32)?;
+        source.set_u32(1, (words.len() / per) as u32)?;
         source.set_u32(2, header)?;
         source.set_u32(3, row)?;
         source.start()?;

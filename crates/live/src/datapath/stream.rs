@@ -43,10 +43,19 @@ pub fn encode(image: &KernelImage, payload: &Payload) -> Vec<u64> {
             let sim = image.kernel.repo().and_then(|r| r.spec.sim.as_ref());
             let scalars = sim.map_or(&[][..], |s| s.scalars.as_slice());
             let lanes = sim.map_or(1, |s| s.lanes);
-            w.extend(scalars.iter().map(|&d| t.dims.get(d).copied().unwrap_or(0)));
+            let per = mover_words(image);
+            for &d in scalars {
+                w.push(t.dims.get(d).copied().unwrap_or(0));
+                w.extend(std::iter::repeat_n(0, per - 1));
+            }
             w.extend(
-                crate::repository::stream::beats(&t.inputs, crate::repository::spec::Last::Request, lanes, 1)
-                    .data,
+                crate::repository::stream::beats(
+                    &t.inputs,
+                    crate::repository::spec::Last::Request,
+                    lanes,
+                    per,
+                )
+                .data,
             );
         }
         Payload::Image { pixels, width } => {
@@ -100,6 +109,13 @@ pub fn framing(image: &KernelImage, payload: &Payload) -> (u32, u32) {
     (sim.scalars.len() as u32, u32::try_from(row).unwrap_or(0))
 }
 
+/// 64-bit words in one of the data movers' words: 8 when `image`'s model streams beats wider than
+/// 64 bits (its image is built with 512-bit movers, [`crate::repository::spec::ModelSpec::mover_bits`]),
+/// else 1. Word counts the movers take (and [`framing`]'s row) are in the movers' words.
+pub fn mover_words(image: &KernelImage) -> usize {
+    image.kernel.repo().map_or(1, |r| r.spec.mover_bits() / 64)
+}
+
 /// Lanes of `image`'s kernel stream (a repository model's `[fpga.sim] lanes`; 1 for the built-ins).
 fn lanes(image: &KernelImage) -> usize {
     image.kernel.repo().and_then(|r| r.spec.sim.as_ref()).map_or(1, |s| s.lanes)
@@ -117,7 +133,7 @@ pub fn expected_words(image: &KernelImage, payload: &Payload) -> usize {
         Payload::Tensors(t) => t.outputs.first().map_or(0, |(_, shape)| {
             let row = shape.last().copied().unwrap_or(1).max(1);
             let rows = shape.iter().product::<u64>() / row;
-            (rows * row.div_ceil(lanes(image) as u64)) as usize
+            (rows * row.div_ceil(lanes(image) as u64)) as usize * mover_words(image)
         }),
     }
 }
@@ -136,7 +152,10 @@ pub fn decode(image: &KernelImage, payload: &Payload, words: &[u64]) -> Result<O
                 .map(|(dt, shape)| TensorBuf::zeroed(*dt, shape).unwrap_or_else(|| TensorBuf::empty(*dt)))
                 .collect();
             // The data mover carries no TKEEP: the words are unpacked by their place in the rows.
-            let beats = Beats::from_words(words, |_| false);
+            let per = mover_words(image);
+            let n = words.len() / per;
+            let mut beats = Beats::with_len(per, n);
+            beats.data.copy_from_slice(&words[..n * per]);
             let _ = crate::repository::stream::unpack(&beats, &mut outputs, lanes(image));
             Output::Tensors(outputs)
         }
