@@ -205,6 +205,7 @@ fn a_four_lane_kernel_checks_synthesises_and_is_held_to_tkeep() {
     assert_eq!(run["answered"], run["offered"], "{run}");
     assert_eq!(run["faults"], serde_json::json!([]), "{run}");
     assert!(run["fpga_share"].as_f64().is_some_and(|s| s > 0.5), "the board served them: {run}");
+    serve_wide4(repo.path(), &cache);
     // A kernel that keeps every lane of every beat.
     let rtl = dir.join("rtl/wide4.v");
     let v = std::fs::read_to_string(&rtl).expect("rtl");
@@ -219,6 +220,65 @@ fn a_four_lane_kernel_checks_synthesises_and_is_held_to_tkeep() {
     std::fs::write(dir.join("model.toml"), toml.replace("lanes = 4", "lanes = 8")).expect("write");
     let t = text(&kernel(&["check"], &dir, &cache));
     assert!(t.contains("s_axis_tdata is 128 bits, the inputs need 256"), "{t}");
+}
+
+/// `spork serve` of the four-lane model on the simulated board, driven by `spork load` over HTTP and
+/// gRPC: every request answered, each answer equal to the model's C code run by the load generator
+/// (`--check`), and the board among the workers that answered. CPUs at 10x the paper's power: the
+/// board (4 items a cycle, its link charged) then pays for itself, so the allocator holds it.
+fn serve_wide4(repo: &Path, cache: &Path) {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let platform = tmp.path().join("platform.toml");
+    std::fs::write(&platform, "[cpu]\nbusy_power_w = 1500.0\n[fpga]\nspin_up = \"300ms\"\n")
+        .expect("platform");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--grace", "1s", "--board", "sim"])
+        .args(["--models", "wide4", "--platform"])
+        .arg(&platform)
+        .arg("--model-repository")
+        .arg(repo)
+        .env("SPORK_CACHE_DIR", cache)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spork serve starts");
+    // Read to its end on a thread of its own: the server keeps writing after it is ready.
+    let stderr = std::io::BufReader::new(server.stderr.take().expect("stderr"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if line.contains("HTTP on ") {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let ready = rx.recv_timeout(std::time::Duration::from_secs(120)).unwrap_or_default();
+    let after = |what: &str| ready.split(what).nth(1).and_then(|r| r.split([',', ' ', ';']).next());
+    let targets = [("http", after("HTTP on ")), ("grpc", after("gRPC on "))];
+    let mut by_board = 0;
+    for (protocol, target) in targets {
+        let Some(target) = target else {
+            let _ = server.kill();
+            panic!("no {protocol} address in: {ready}");
+        };
+        let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+            .args(["load", "--model", "wide4", "--protocol", protocol, "--target", target])
+            .args(["--duration", "3s", "--rate", "100", "--deadline-ms", "2000", "--json", "--check"])
+            .arg("--model-repository")
+            .arg(repo)
+            .env("SPORK_CACHE_DIR", cache)
+            .output()
+            .expect("spork load runs");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if !out.status.success() || v["ok"] != v["sent"] || v["checks"]["right"] != v["ok"] {
+            let _ = server.kill();
+            panic!("{protocol}: every wide4 request answered and right: {}", text(&out));
+        }
+        by_board += v["by_kind"]["fpga"].as_u64().unwrap_or(0);
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(by_board > 0, "the simulated board answered some of them");
 }
 
 #[test]
