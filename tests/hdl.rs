@@ -151,4 +151,8 @@ fn timing_places_and_routes_a_design_and_records_its_clock() {
         "{}",
         text(&o)
     );
+    // Another nextpnr by --nextpnr (a newer one routes what Debian's cannot); one that is not there
+    // is named with the fix.
+    let o = spork(&["hdl", "timing", "--dir", dir, "--only", "bloom", "--nextpnr", "/nonexistent/nextpnr"]);
+    assert!(!o.status.success() && text(&o).contains("--nextpnr PATH"), "{}", text(&o));
 }

