@@ -2,9 +2,10 @@
 //! term hashes, its last beat's lanes marked on `in_keep`, one score collected per document, as
 //! `spork_golden::bloom::Profile::score` gives it.
 
-use spork_golden::bloom::{PROFILE_BITS, Profile};
+use spork_golden::bloom::Profile;
 
 use crate::cores::{Run, finish};
+use crate::state::ProfilePort;
 use crate::{Instance, Model, Port, SimError};
 
 /// Terms per beat.
@@ -16,9 +17,7 @@ const DRAIN: u64 = 8;
 /// The `bloom8` core on the simulated board.
 pub struct Bloom8 {
     inst: Instance,
-    load_we: Port,
-    load_addr: Port,
-    load_bit: Port,
+    profile: ProfilePort,
     in_valid: Port,
     in_last: Port,
     in_keep: Port,
@@ -30,9 +29,7 @@ pub struct Bloom8 {
 impl Bloom8 {
     pub fn new(model: &Model) -> Result<Bloom8, SimError> {
         Ok(Bloom8 {
-            load_we: model.input("load_we")?,
-            load_addr: model.input("load_addr")?,
-            load_bit: model.input("load_bit")?,
+            profile: ProfilePort::new(model)?,
             in_valid: model.input("in_valid")?,
             in_last: model.input("in_last")?,
             in_keep: model.input("in_keep")?,
@@ -45,14 +42,7 @@ impl Bloom8 {
 
     /// Writes the profile into every copy, a bit per cycle; returns the cycles it took.
     pub fn load_profile(&mut self, profile: &Profile) -> u64 {
-        for bit in 0..PROFILE_BITS {
-            self.inst.set(self.load_we, 1);
-            self.inst.set(self.load_addr, bit as u64);
-            self.inst.set(self.load_bit, u64::from(profile.bit(bit)));
-            self.inst.cycle();
-        }
-        self.inst.set(self.load_we, 0);
-        PROFILE_BITS as u64
+        self.profile.load(&mut self.inst, profile)
     }
 
     /// Each document's score against the loaded profile; an empty document scores 0 without

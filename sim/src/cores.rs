@@ -4,10 +4,11 @@
 //! simulates about twice as fast as its stream wrapper), and they measure a core's throughput for
 //! its manifest ([`crate::measure`]).
 
-use spork_golden::bloom::{PROFILE_BITS, Profile};
+use spork_golden::bloom::Profile;
 use spork_golden::dense::{Layer, MAX_INPUTS, NEURONS};
 use spork_golden::{ShapeError, sobel};
 
+use crate::state::{ProfilePort, WeightPort, neuron_outputs};
 use crate::{Instance, Model, Port, SimError};
 
 /// Cycles after the last input by which every kernel's last output has appeared (the deepest
@@ -93,9 +94,7 @@ pub(crate) fn finish<T>(
 /// The Bloom-filter document scorer on the simulated board.
 pub struct Bloom {
     inst: Instance,
-    load_we: Port,
-    load_addr: Port,
-    load_bit: Port,
+    profile: ProfilePort,
     in_valid: Port,
     in_last: Port,
     in_hash: Port,
@@ -106,9 +105,7 @@ pub struct Bloom {
 impl Bloom {
     pub fn new(model: &Model) -> Result<Bloom, SimError> {
         Ok(Bloom {
-            load_we: model.input("load_we")?,
-            load_addr: model.input("load_addr")?,
-            load_bit: model.input("load_bit")?,
+            profile: ProfilePort::new(model)?,
             in_valid: model.input("in_valid")?,
             in_last: model.input("in_last")?,
             in_hash: model.input("in_hash")?,
@@ -120,14 +117,7 @@ impl Bloom {
 
     /// Writes the profile into the on-chip filter, a bit per cycle; returns the cycles taken.
     pub fn load_profile(&mut self, profile: &Profile) -> u64 {
-        for bit in 0..PROFILE_BITS {
-            self.inst.set(self.load_we, 1);
-            self.inst.set(self.load_addr, bit as u64);
-            self.inst.set(self.load_bit, u64::from(profile.bit(bit)));
-            self.inst.cycle();
-        }
-        self.inst.set(self.load_we, 0);
-        PROFILE_BITS as u64
+        self.profile.load(&mut self.inst, profile)
     }
 
     /// Each document's score against the loaded profile. An empty document scores 0 without
@@ -171,10 +161,7 @@ impl Bloom {
 /// The dense int16 layer on the simulated board.
 pub struct Dense {
     inst: Instance,
-    w_we: Port,
-    w_neuron: Port,
-    w_index: Port,
-    w_data: Port,
+    weights: WeightPort,
     in_valid: Port,
     in_last: Port,
     in_x: Port,
@@ -184,37 +171,20 @@ pub struct Dense {
 
 impl Dense {
     pub fn new(model: &Model) -> Result<Dense, SimError> {
-        let mut out_y = [model.output("out_y$0")?; NEURONS];
-        for (j, p) in out_y.iter_mut().enumerate() {
-            *p = model.output(&format!("out_y${j}"))?;
-        }
         Ok(Dense {
-            w_we: model.input("w_we")?,
-            w_neuron: model.input("w_neuron")?,
-            w_index: model.input("w_index")?,
-            w_data: model.input("w_data")?,
+            weights: WeightPort::new(model)?,
             in_valid: model.input("in_valid")?,
             in_last: model.input("in_last")?,
             in_x: model.input("in_x")?,
             out_valid: model.output("out_valid")?,
-            out_y,
+            out_y: neuron_outputs(model)?,
             inst: model.instantiate("clock")?,
         })
     }
 
     /// Writes the layer's weights into the on-chip memories, one per cycle; returns the cycles.
     pub fn load(&mut self, layer: &Layer) -> u64 {
-        for (j, row) in layer.weights.iter().enumerate() {
-            for (i, &w) in row.iter().enumerate() {
-                self.inst.set(self.w_we, 1);
-                self.inst.set(self.w_neuron, j as u64);
-                self.inst.set(self.w_index, i as u64);
-                self.inst.set(self.w_data, u64::from(w as u16));
-                self.inst.cycle();
-            }
-        }
-        self.inst.set(self.w_we, 0);
-        (NEURONS * MAX_INPUTS) as u64
+        self.weights.load(&mut self.inst, layer)
     }
 
     /// The loaded layer applied to each input vector (as `Layer::forward`).

@@ -6,6 +6,7 @@ use spork_golden::ShapeError;
 use spork_golden::dense::{Layer, MAX_INPUTS, NEURONS};
 
 use crate::cores::{Run, finish};
+use crate::state::{WeightPort, neuron_outputs};
 use crate::{Instance, Model, Port, SimError};
 
 /// Input elements per beat.
@@ -17,10 +18,7 @@ const DRAIN: u64 = 8;
 /// The `dense32` core on the simulated board.
 pub struct Dense32 {
     inst: Instance,
-    w_we: Port,
-    w_neuron: Port,
-    w_index: Port,
-    w_data: Port,
+    weights: WeightPort,
     in_valid: Port,
     in_last: Port,
     in_keep: Port,
@@ -31,38 +29,21 @@ pub struct Dense32 {
 
 impl Dense32 {
     pub fn new(model: &Model) -> Result<Dense32, SimError> {
-        let mut out_y = [model.output("out_y$0")?; NEURONS];
-        for (j, p) in out_y.iter_mut().enumerate() {
-            *p = model.output(&format!("out_y${j}"))?;
-        }
         Ok(Dense32 {
-            w_we: model.input("w_we")?,
-            w_neuron: model.input("w_neuron")?,
-            w_index: model.input("w_index")?,
-            w_data: model.input("w_data")?,
+            weights: WeightPort::new(model)?,
             in_valid: model.input("in_valid")?,
             in_last: model.input("in_last")?,
             in_keep: model.input("in_keep")?,
             in_x: model.input("in_x")?,
             out_valid: model.output("out_valid")?,
-            out_y,
+            out_y: neuron_outputs(model)?,
             inst: model.instantiate("clock")?,
         })
     }
 
     /// Writes the layer's weights, one per cycle; returns the cycles.
     pub fn load(&mut self, layer: &Layer) -> u64 {
-        for (j, row) in layer.weights.iter().enumerate() {
-            for (i, &w) in row.iter().enumerate() {
-                self.inst.set(self.w_we, 1);
-                self.inst.set(self.w_neuron, j as u64);
-                self.inst.set(self.w_index, i as u64);
-                self.inst.set(self.w_data, u64::from(w as u16));
-                self.inst.cycle();
-            }
-        }
-        self.inst.set(self.w_we, 0);
-        (NEURONS * MAX_INPUTS) as u64
+        self.weights.load(&mut self.inst, layer)
     }
 
     /// The loaded layer applied to each input vector (as `Layer::forward`).

@@ -21,6 +21,7 @@ pub mod dispatch;
 pub mod measure;
 mod model;
 pub mod sobel8;
+mod state;
 pub mod verilate;
 
 pub use model::{
