@@ -1,6 +1,6 @@
 //! The kernel process's side (`spork __kernel-process LIBRARY WINDOW`): opens the library, makes one kernel
 //! state, and runs each call on the tensors the server put in the window (descriptor 3), replying
-//! with the kernel's result. It serves one server: it ends when its socket (stdin) closes, or when
+//! with the kernel's result through the window's header. It serves one server: it ends when its socket (stdin) closes, or when
 //! the server is gone even while a kernel spins.
 
 use std::ffi::CString;
@@ -10,6 +10,7 @@ use std::path::Path;
 
 use spork_kernel::ffi;
 
+use super::doorbell::{self, Side, Woken};
 use super::shm::Window;
 use super::wire::{self, Desc, FromKernel, ToKernel};
 use crate::repository::cpu::{CpuKernel, CpuLibrary};
@@ -56,7 +57,13 @@ fn serve(args: &[String]) -> Result<(), String> {
         }
         Err(m) => return wire::write_frame(&mut sock, &FromKernel::Refused(m).encode()).map_err(io),
     };
-    while wire::read_frame(&mut sock, wire::REQUEST_MAX, &mut buf).map_err(io)? {
+    for seq in 1u32.. {
+        match doorbell::wait(&window, Side::Kernel, seq, doorbell::SPIN, None, &mut sock, &mut buf) {
+            Ok(()) => {}
+            Err(Woken::Closed) => return Ok(()),
+            Err(Woken::TimedOut) => return Err("a wait with no deadline timed out".into()),
+            Err(Woken::Io(e)) => return Err(io(e)),
+        }
         let result = match ToKernel::decode(&buf) {
             Ok(ToKernel::Run { inputs, outputs }) => {
                 call(&mut kernel, &mut window, &names, &inputs, &outputs)
@@ -64,8 +71,8 @@ fn serve(args: &[String]) -> Result<(), String> {
             Ok(ToKernel::Init { .. }) => Err("a second Init".into()),
             Err(e) => Err(e.to_string()),
         };
-        wire::write_frame(&mut sock, &FromKernel::Done(result).encode()).map_err(io)?;
-        wire::spin_until_readable(&sock, wire::SPIN);
+        doorbell::send(&mut window, Side::Kernel, seq, &FromKernel::Done(result).encode(), &mut sock)
+            .map_err(io)?;
     }
     Ok(())
 }

@@ -2,14 +2,16 @@
 //! __kernel-process`), so that its crash, hang or
 //! appetite fails its own requests and never the server. One process holds one kernel state, as a
 //! CPU worker holds one in-process; tensors pass through a shared window (a memfd both map), and
-//! each call is one message each way on a socket pair. A process that dies, or is killed past the
+//! each call is one message each way through the window's first bytes (the socket pair only wakes a
+//! side that sleeps, and tells each side when the other is gone). A process that dies, or is killed past the
 //! call's timeout, is replaced at the next call after a backoff; one that keeps dying makes the
 //! model unavailable, with the reason.
 //!
-//! - [`wire`]: the messages; [`shm`]: the window; [`process`]: one process from the server's side;
-//!   [`child`]: the process's own side.
+//! - [`wire`]: the messages; [`shm`]: the window; [`doorbell`]: a call's hand-off through it;
+//!   [`process`]: one process from the server's side; [`child`]: the process's own side.
 
 pub mod child;
+pub mod doorbell;
 pub mod process;
 pub mod shm;
 pub mod wire;

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use super::child::WINDOW_FD;
+use super::doorbell::{self, HEADER, Side, Woken};
 use super::shm::Window;
 use super::wire::{self, Desc, FromKernel, ToKernel};
 use crate::repository::tensor::TensorBuf;
@@ -48,13 +49,17 @@ pub struct KernelProcess {
     window: Window,
     buf: Vec<u8>,
     descs: (Vec<Desc>, Vec<Desc>),
+    /// The last call's number in the window's header.
+    seq: u32,
+    /// Recent calls' duration (a moving average): how long the next one is worth polling for.
+    recent: Duration,
 }
 
 impl KernelProcess {
     /// Starts one and waits (at most `timeout`) for its library to open and its state to be made.
     pub fn start(l: &Launch, timeout: Duration) -> Result<KernelProcess, Failure> {
         let start = |e: std::io::Error| Failure::Died(format!("cannot start the kernel process: {e}"));
-        let window = Window::create(l.window).map_err(start)?;
+        let window = Window::create(HEADER.saturating_add(l.window)).map_err(start)?;
         let (ours, theirs) = UnixStream::pair().map_err(start)?;
         let mut cmd = Command::new(binary().map_err(Failure::Died)?);
         cmd.arg(super::SUBCOMMAND).arg(&l.library).arg(window.len().to_string());
@@ -78,10 +83,18 @@ impl KernelProcess {
         }
         let child = cmd.spawn().map_err(start)?;
         let descs = (Vec::new(), Vec::new());
-        let mut p = KernelProcess { child, sock: ours, window, buf: Vec::new(), descs };
+        let mut p = KernelProcess {
+            child,
+            sock: ours,
+            window,
+            buf: Vec::new(),
+            descs,
+            seq: 0,
+            recent: Duration::ZERO,
+        };
         let (inputs, outputs) = l.names.clone();
         ToKernel::Init { config: l.config.clone(), inputs, outputs }.encode(&mut p.buf);
-        match p.exchange(timeout, "starting")? {
+        match p.start_exchange(timeout)? {
             FromKernel::Ready => Ok(p),
             FromKernel::Refused(m) => Err(Failure::Refused(m)),
             FromKernel::Done(_) => Err(p.kill("answered Init out of turn")),
@@ -103,7 +116,14 @@ impl KernelProcess {
             }
         }
         wire::encode_run(&self.descs.0, &self.descs.1, &mut self.buf);
-        let reply = self.exchange(timeout, "running a request")?;
+        if self.buf.len() > doorbell::REQUEST_MAX {
+            return Err(Failure::Refused(format!(
+                "the request's tensor descriptors take {} bytes, past the {} a call's message holds",
+                self.buf.len(),
+                doorbell::REQUEST_MAX
+            )));
+        }
+        let reply = self.call(timeout)?;
         let result = match reply {
             FromKernel::Done(Ok(())) => {
                 for (t, d) in outputs.iter_mut().zip(&self.descs.1) {
@@ -120,10 +140,10 @@ impl KernelProcess {
         result
     }
 
-    /// Places each tensor at an 8-byte aligned offset (64: a cache line) in the window; the bytes
-    /// used. A call larger than the window is refused.
+    /// Places each tensor at an 8-byte aligned offset (64: a cache line) in the window, past its
+    /// header; the bytes used. A call larger than the window is refused.
     fn lay_out(&mut self, inputs: &[TensorBuf], outputs: &[TensorBuf]) -> Result<usize, Failure> {
-        let mut at = 0usize;
+        let mut at = HEADER;
         let mut place = |t: &TensorBuf| {
             let d = Desc {
                 dtype: t.dtype as u32,
@@ -145,22 +165,60 @@ impl KernelProcess {
         Ok(at)
     }
 
-    /// Sends the message in `buf` and waits at most `timeout` for the reply.
-    fn exchange(&mut self, timeout: Duration, doing: &str) -> Result<FromKernel, Failure> {
+    /// Sends `Init` (in `buf`) on the socket and waits at most `timeout` for the reply.
+    fn start_exchange(&mut self, timeout: Duration) -> Result<FromKernel, Failure> {
         if let Err(e) = wire::write_frame(&mut self.sock, &self.buf) {
-            return Err(self.ended(&format!("{doing}: {e}")));
+            return Err(self.ended(&format!("starting: {e}")));
         }
-        wire::spin_until_readable(&self.sock, wire::SPIN_REPLY.min(timeout));
         let _ = self.sock.set_read_timeout(Some(timeout.max(Duration::from_millis(1))));
         match wire::read_frame(&mut self.sock, wire::REPLY_MAX, &mut self.buf) {
             Ok(true) => FromKernel::decode(&self.buf).map_err(|e| self.kill(&e.to_string())),
-            Ok(false) => Err(self.ended(doing)),
+            Ok(false) => Err(self.ended("starting")),
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                let why = format!("{doing} took longer than its timeout of {timeout:?}");
-                let Failure::Died(m) = self.kill(&why) else { unreachable!("kill gives Died") };
-                Err(Failure::TimedOut(m))
+                Err(self.timed_out(&format!("starting took longer than its timeout of {timeout:?}")))
             }
-            Err(e) => Err(self.kill(&format!("{doing}: {e}"))),
+            Err(e) => Err(self.kill(&format!("starting: {e}"))),
+        }
+    }
+
+    /// Hands the call's message (in `buf`) over through the window's header and waits at most
+    /// `timeout` for the reply.
+    fn call(&mut self, timeout: Duration) -> Result<FromKernel, Failure> {
+        const DOING: &str = "running a request";
+        let deadline = std::time::Instant::now() + timeout;
+        self.seq = self.seq.wrapping_add(1);
+        if let Err(e) = doorbell::send(&mut self.window, Side::Server, self.seq, &self.buf, &mut self.sock) {
+            return Err(self.ended(&format!("{DOING}: {e}")));
+        }
+        let spin =
+            self.recent.saturating_mul(2).clamp(doorbell::SPIN_REPLY, doorbell::SPIN_REPLY_MAX).min(timeout);
+        let sent = std::time::Instant::now();
+        match doorbell::wait(
+            &self.window,
+            Side::Server,
+            self.seq,
+            spin,
+            Some(deadline),
+            &mut self.sock,
+            &mut self.buf,
+        ) {
+            Ok(()) => {
+                self.recent = (self.recent * 3 + sent.elapsed()) / 4;
+                FromKernel::decode(&self.buf).map_err(|e| self.kill(&e.to_string()))
+            }
+            Err(Woken::Closed) => Err(self.ended(DOING)),
+            Err(Woken::TimedOut) => {
+                Err(self.timed_out(&format!("{DOING} took longer than its timeout of {timeout:?}")))
+            }
+            Err(Woken::Io(e)) => Err(self.kill(&format!("{DOING}: {e}"))),
+        }
+    }
+
+    /// Kills the process for outliving a timeout.
+    fn timed_out(&mut self, why: &str) -> Failure {
+        match self.kill(why) {
+            Failure::Died(m) => Failure::TimedOut(m),
+            other => other,
         }
     }
 

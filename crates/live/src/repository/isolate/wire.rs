@@ -1,6 +1,7 @@
-//! The messages between the server and a kernel process: one length-prefixed frame each way per
-//! call, little-endian, every length checked against the frame (the server does not trust what a
-//! kernel process sends, and a kernel process bounds what it reads too).
+//! The messages between the server and a kernel process, little-endian, every length checked
+//! against the message (the server does not trust what a kernel process sends, and a kernel process
+//! bounds what it reads too). `Init` and its reply travel as length-prefixed frames on the socket;
+//! calls and answers through the window's header ([`super::doorbell`]).
 
 use std::io::{Read, Write};
 
@@ -225,32 +226,6 @@ pub fn write_frame(w: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
     frame.extend_from_slice(&len.to_le_bytes());
     frame.extend_from_slice(payload);
     w.write_all(&frame)
-}
-
-/// How long a kernel process polls for the next call before it sleeps in `read`. A round trip
-/// through two sleeping processes costs two wake-ups (about 20 us each on a 2-core VM: 43 us a
-/// call at 16x16 against 5.5 us polling; `cargo bench -p spork --bench isolation`); polling keeps
-/// both awake across back-to-back calls, at most this much CPU per wait.
-pub const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// How long the server's worker polls for a call's reply before it sleeps: long enough to cover
-/// a small image's kernel (256x256 Sobel takes about 110 us here).
-pub const SPIN_REPLY: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// Polls `fd` for data without sleeping, for at most `spin`; whether data came.
-pub fn spin_until_readable(fd: &impl std::os::fd::AsRawFd, spin: std::time::Duration) -> bool {
-    let start = std::time::Instant::now();
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    loop {
-        // SAFETY: one valid pollfd, a zero timeout.
-        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
-            return true;
-        }
-        if start.elapsed() >= spin {
-            return false;
-        }
-        std::hint::spin_loop();
-    }
 }
 
 /// Reads one frame of at most `max` bytes into `buf`; `Ok(false)` at a clean end of stream.
