@@ -4,6 +4,11 @@
 //! (NeededFPGAs), records that count in the histogram conditioned on the count two intervals earlier
 //! (H), and picks the FPGA count for the next interval that minimises the expected objective over
 //! H[n_{t-1}], charging new FPGAs their spin-up amortised over the expected lifetime from L.
+//!
+//! Past the paper's range, where one board too few costs far more than one too many (a fast board
+//! against power-hungry CPUs), each histogram is shrunk toward the changes seen from every count
+//! (see [`TAIL_FRACTILE`]): a histogram of a few samples cannot show the upper tail such a
+//! platform must hold boards for.
 
 use super::{Allocator, IntervalStats, needed_fpgas};
 use crate::model::{Platform, pool::Released, time::to_secs};
@@ -43,9 +48,22 @@ impl Histogram {
     }
 }
 
+/// Holding one more board pays when the chance that it is needed exceeds the newsvendor fractile
+/// `q* = idle / (S x CPU busy - board busy + idle)` (over-allocating costs an idle board, under-
+/// allocating the CPUs' work less the board's). A histogram of k samples puts no mass above its
+/// largest: it under-allocates wherever `q* < 1/(k+1)`. Below this fractile (at the paper's powers,
+/// S > 4: one missing board costs more than 32 idle ones) each histogram is shrunk toward the pooled
+/// changes with the weight of one sample; at and above it (the paper's range, S <= 4) Algorithm 2
+/// runs as written, so the paper's figures are unchanged.
+pub const TAIL_FRACTILE: f64 = 0.03;
+
+/// The weight, in samples, of the pooled changes a histogram is shrunk toward.
+const PRIOR_WEIGHT: f64 = 1.0;
+
 #[derive(Clone, Copy, Debug)]
 struct Cached {
     hist_version: u64,
+    changes_total: u64,
     n_curr: u32,
     lifetime_version: u64,
     choice: u32,
@@ -67,6 +85,11 @@ pub struct SporkAllocator {
     /// Needed counts of the last three intervals, newest last: [n_{t-3}, n_{t-2}, n_{t-1}].
     recent: [Option<u32>; 3],
     hist: HashMap<u32, Histogram>,
+    /// Every observed change n_t - n_{t-2}, whatever count it started from.
+    changes: BTreeMap<i64, u64>,
+    changes_total: u64,
+    /// Whether predictions shrink toward `changes` (below [`TAIL_FRACTILE`]).
+    tail_prior: bool,
     /// Sum and count of FPGA lifetimes (seconds) keyed by the count already allocated at allocation.
     lifetimes: HashMap<u32, (f64, u64)>,
     lifetime_version: u64,
@@ -76,7 +99,7 @@ pub struct SporkAllocator {
 impl SporkAllocator {
     /// An allocator minimising `objective` on `platform`, with empty history (no warm-up).
     pub fn new(objective: Objective, platform: &Platform) -> Self {
-        SporkAllocator {
+        let mut a = SporkAllocator {
             objective,
             rates: objective.rates(platform),
             breakeven_s: objective.breakeven_secs(platform),
@@ -87,10 +110,24 @@ impl SporkAllocator {
             speedup: platform.fpga.speedup,
             recent: [None; 3],
             hist: HashMap::new(),
+            changes: BTreeMap::new(),
+            changes_total: 0,
+            tail_prior: false,
             lifetimes: HashMap::new(),
             lifetime_version: 0,
             cache: HashMap::new(),
-        }
+        };
+        a.tail_prior = a.fractile().is_some_and(|q| q < TAIL_FRACTILE);
+        a
+    }
+
+    /// The newsvendor fractile of one more board ([`TAIL_FRACTILE`]); `None` where a full board
+    /// does not pay.
+    pub fn fractile(&self) -> Option<f64> {
+        let (board_busy, board_speedup) = self.per_board();
+        let idle = self.rates.fpga_idle;
+        let saving = board_speedup * self.rates.cpu_busy - board_busy;
+        (saving > 0.0).then(|| idle / (saving + idle))
     }
 
     /// Algorithm 1's NeededFPGAs for an interval that ran `stats`.
@@ -119,11 +156,45 @@ impl SporkAllocator {
     /// Records one needed count as observed two intervals after `earlier` (Algorithm 1, line 9).
     pub fn observe(&mut self, earlier: u32, needed: u32) {
         self.hist.entry(earlier).or_default().add(needed);
+        *self.changes.entry(i64::from(needed) - i64::from(earlier)).or_default() += 1;
+        self.changes_total += 1;
+    }
+
+    /// What the next count may be after `n_prev`, `(count, probability)` in increasing count: H[n_prev]
+    /// as observed, or (with the tail prior) shrunk toward the pooled changes shifted to `n_prev`,
+    /// which also gives an unseen count a distribution. Empty when nothing applies.
+    pub fn distribution(&self, n_prev: u32) -> Vec<(u32, f64)> {
+        let hist = self.hist.get(&n_prev);
+        if !self.tail_prior || self.changes_total == 0 {
+            return hist.map(|h| h.probabilities().collect()).unwrap_or_default();
+        }
+        let mut weights = BTreeMap::<u32, f64>::new();
+        let mut total = PRIOR_WEIGHT;
+        if let Some(h) = hist {
+            h.bins.iter().for_each(|(&v, &c)| *weights.entry(v).or_default() += c as f64);
+            total += h.total as f64;
+        }
+        let pooled = self.changes_total as f64;
+        for (&d, &c) in &self.changes {
+            let v = (i64::from(n_prev) + d).clamp(0, i64::from(u32::MAX)) as u32;
+            *weights.entry(v).or_default() += PRIOR_WEIGHT * c as f64 / pooled;
+        }
+        weights.into_iter().map(|(v, w)| (v, w / total)).collect()
     }
 
     /// Expected objective over one interval of holding `candidate` FPGAs given `hist`, with `n_curr`
     /// allocated now (Algorithm 2, lines 10-24), in busy-FPGA-seconds.
     pub fn expected_cost(&self, candidate: u32, hist: &Histogram, n_curr: u32) -> f64 {
+        self.expected_cost_over(candidate, hist.probabilities(), n_curr)
+    }
+
+    /// [`SporkAllocator::expected_cost`] over any distribution of the next count.
+    fn expected_cost_over(
+        &self,
+        candidate: u32,
+        dist: impl IntoIterator<Item = (u32, f64)>,
+        n_curr: u32,
+    ) -> f64 {
         let r = &self.rates;
         let ts = self.interval_s;
         let mut total = 0.0;
@@ -135,7 +206,7 @@ impl SporkAllocator {
             total += r.fpga_busy * self.spin_up_s / epochs;
         }
         let (board_busy, board_speedup) = self.per_board();
-        for (n, prob) in hist.probabilities() {
+        for (n, prob) in dist {
             let (c, n) = (candidate as f64, n as f64);
             let interval = if c > n {
                 (c - n) * r.fpga_idle + n * board_busy // over-allocation
@@ -162,28 +233,30 @@ impl SporkAllocator {
     /// in the last interval; `n_prev` itself when that count was never seen. Candidates are every
     /// integer from the smallest to the largest bin; ties go to the smaller count.
     pub fn predict(&mut self, n_prev: u32, n_curr: u32) -> u32 {
-        let Some(hist) = self.hist.get(&n_prev) else {
-            return n_prev;
-        };
+        let hist_version = self.hist.get(&n_prev).map_or(0, |h| h.version);
+        let changes_total = if self.tail_prior { self.changes_total } else { 0 };
         if let Some(c) = self.cache.get(&n_prev)
-            && c.hist_version == hist.version
+            && c.hist_version == hist_version
+            && c.changes_total == changes_total
             && c.n_curr == n_curr
             && c.lifetime_version == self.lifetime_version
         {
             return c.choice;
         }
-        let Some((lo, hi)) = hist.range() else {
-            return n_prev;
+        let dist = self.distribution(n_prev);
+        let (Some(&(lo, _)), Some(&(hi, _))) = (dist.first(), dist.last()) else {
+            return n_prev; // never seen (Algorithm 2, line 5)
         };
         let mut best = (f64::INFINITY, lo);
         for candidate in lo..=hi {
-            let cost = self.expected_cost(candidate, hist, n_curr);
+            let cost = self.expected_cost_over(candidate, dist.iter().copied(), n_curr);
             if cost < best.0 {
                 best = (cost, candidate);
             }
         }
         let cached = Cached {
-            hist_version: hist.version,
+            hist_version,
+            changes_total,
             n_curr,
             lifetime_version: self.lifetime_version,
             choice: best.1,
@@ -228,6 +301,7 @@ impl Allocator for SporkAllocator {
     fn respeed(&mut self, platform: &Platform) {
         self.speedup = platform.fpga.speedup;
         self.breakeven_s = self.objective.breakeven_secs(platform);
+        self.tail_prior = self.fractile().is_some_and(|q| q < TAIL_FRACTILE);
         // Predictions weigh boards by their speed: none cached at the old one stands.
         self.cache.clear();
     }
@@ -386,6 +460,42 @@ mod tests {
             let held = plans(o, &p, 20.5 * p.board_capacity_s(), 6).last().copied().unwrap_or(0);
             proptest::prop_assert_eq!(held > 0, o.board_pays(&p), "held {}", held);
         }
+    }
+
+    #[test]
+    fn the_tail_prior_engages_past_the_papers_speedups_only() {
+        // The paper's powers: q* = 0.4 / (3S - 1 + 0.4); S = 4 gives 3.5%, S = 8 1.7%.
+        for (s, busy_w, on) in [(1.0, 50.0, false), (2.0, 50.0, false), (4.0, 50.0, false), (8.0, 50.0, true)]
+            .into_iter()
+            .chain([(4.0, 25.0, false), (8.0, 25.0, true), (4.0, 100.0, false), (8.0, 100.0, true)])
+        {
+            let mut p = at_speedup(s);
+            p.fpga.busy_power_w = busy_w;
+            let a = SporkAllocator::new(Objective::ENERGY, &p);
+            assert_eq!(a.tail_prior, on, "S = {s} at {busy_w} W: q* = {:?}", a.fractile());
+        }
+        assert_eq!(SporkAllocator::new(Objective::ENERGY, &at_speedup(0.2)).fractile(), None);
+    }
+
+    #[test]
+    fn past_the_papers_range_a_sparse_histogram_borrows_the_tail_seen_from_other_counts() {
+        let mut fast = SporkAllocator::new(Objective::ENERGY, &at_speedup(8.0));
+        let mut paper = SporkAllocator::new(Objective::ENERGY, &at_speedup(4.0));
+        for a in [&mut fast, &mut paper] {
+            // From 10, the load stayed at 10 three times; from 3 and 20 it rose by 2 twice.
+            for (from, to) in [(10, 10), (10, 10), (10, 10), (3, 5), (3, 5), (20, 22), (20, 22)] {
+                a.observe(from, to);
+            }
+        }
+        // Algorithm 2 as written: H[10] = {10}, so 10 boards; an unseen count keeps itself.
+        assert_eq!(paper.predict(10, 10), 10);
+        assert_eq!(paper.predict(7, 7), 7);
+        // Shrunk: P(12 | 10) = (1 * 4/7) / 4 = 1/7 > q* = 1.7%: the 11th and 12th boards pay.
+        assert_eq!(fast.predict(10, 10), 12);
+        // An unseen count gets the pooled changes: 7 + 2 with probability 4/7.
+        assert_eq!(fast.predict(7, 7), 9);
+        let d = fast.distribution(10);
+        assert!((d.iter().map(|(_, p)| p).sum::<f64>() - 1.0).abs() < 1e-12, "{d:?}");
     }
 
     #[test]
