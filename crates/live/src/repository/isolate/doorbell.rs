@@ -45,6 +45,14 @@ pub const SPIN_REPLY: Duration = Duration::from_micros(200);
 /// How long it polls at most: past this a wake-up is a small part of the call.
 pub const SPIN_REPLY_MAX: Duration = Duration::from_millis(5);
 
+/// How long the server polls for an answer when recent calls took `recent`: twice that, at least
+/// [`SPIN_REPLY`]; calls longer than [`SPIN_REPLY_MAX`] get [`SPIN_REPLY`] only, their wake-up being a
+/// small part of them and a core's polling for them a large waste.
+pub fn spin_for(recent: Duration) -> Duration {
+    let twice = recent.saturating_mul(2);
+    if twice > SPIN_REPLY_MAX { SPIN_REPLY } else { twice.max(SPIN_REPLY) }
+}
+
 /// Polling past this long yields the core at each look, so the other threads on it run.
 const YIELD_AFTER: Duration = Duration::from_micros(20);
 
@@ -226,6 +234,14 @@ mod tests {
         assert!(matches!(late, Err(Woken::TimedOut)), "no answer 9 comes: {late:?}");
         drop(s_sock);
         echo.join().unwrap();
+    }
+
+    #[test]
+    fn short_calls_are_polled_for_and_long_ones_slept_through() {
+        assert_eq!(spin_for(Duration::ZERO), SPIN_REPLY);
+        assert_eq!(spin_for(Duration::from_micros(300)), Duration::from_micros(600));
+        assert_eq!(spin_for(Duration::from_millis(2)), Duration::from_millis(4));
+        assert_eq!(spin_for(Duration::from_millis(16)), SPIN_REPLY);
     }
 
     #[test]

@@ -190,8 +190,7 @@ impl KernelProcess {
         if let Err(e) = doorbell::send(&mut self.window, Side::Server, self.seq, &self.buf, &mut self.sock) {
             return Err(self.ended(&format!("{DOING}: {e}")));
         }
-        let spin =
-            self.recent.saturating_mul(2).clamp(doorbell::SPIN_REPLY, doorbell::SPIN_REPLY_MAX).min(timeout);
+        let spin = doorbell::spin_for(self.recent).min(timeout);
         let sent = std::time::Instant::now();
         match doorbell::wait(
             &self.window,
