@@ -12,6 +12,14 @@ use crate::model::time::to_secs;
 /// Board answers (decayed) before they are believed: fewer, and the S in force stands.
 pub const MIN_JOBS: f64 = 16.0;
 
+/// Answers enough to believe sooner when every one of them is off by [`CLEAR_FACTOR`]: one host
+/// hiccup can make a single job look slow, never all of them, and a board many times slower than
+/// booked collects a queue of requests that miss their deadlines while 16 answers come back.
+pub const CLEAR_JOBS: u32 = 4;
+
+/// How far off (slower or faster) each of [`CLEAR_JOBS`] answers must be to be believed early.
+pub const CLEAR_FACTOR: f64 = 4.0;
+
 /// At each tick the evidence so far is scaled by this: S follows a board that changes within a
 /// few intervals, and one interval's outliers do not swing it.
 pub const DECAY: f64 = 0.5;
@@ -29,6 +37,10 @@ pub struct SpeedEstimate {
     took: f64,
     /// Requests that arrived before this were booked at an earlier S: not evidence of this one.
     since: Time,
+    /// Answers since S last changed (not decayed), and the least and most took/booked among them.
+    answers: u32,
+    least: f64,
+    most: f64,
 }
 
 impl SpeedEstimate {
@@ -45,14 +57,29 @@ impl SpeedEstimate {
         self.jobs += 1.0;
         self.booked += to_secs(booked);
         self.took += to_secs(took);
+        if booked > 0 {
+            let ratio = took as f64 / booked as f64;
+            (self.least, self.most) = match self.answers {
+                0 => (ratio, ratio),
+                _ => (self.least.min(ratio), self.most.max(ratio)),
+            };
+            self.answers += 1;
+        }
+    }
+
+    /// Whether every answer since S changed, at least [`CLEAR_JOBS`] of them, is [`CLEAR_FACTOR`]
+    /// off the same way.
+    fn unmistakable(&self) -> bool {
+        self.answers >= CLEAR_JOBS && (self.least >= CLEAR_FACTOR || self.most <= 1.0 / CLEAR_FACTOR)
     }
 
     /// The S to apply now that `current` is in force: `current` scaled by how much faster than
-    /// booked the boards answered, once [`MIN_JOBS`] say so by more than [`HYSTERESIS`]. Called after
-    /// each observation, so a board far slower than its calibration stops taking requests within
-    /// [`MIN_JOBS`] answers, not at the next tick.
+    /// booked the boards answered, once [`MIN_JOBS`] say so by more than [`HYSTERESIS`] (or
+    /// [`CLEAR_JOBS`] unmistakably). Called after each observation, so a board far slower than its
+    /// calibration stops taking requests within a few answers, not at the next tick.
     pub fn revised(&self, current: f64) -> Option<f64> {
-        if self.jobs < MIN_JOBS || self.booked <= 0.0 || self.took <= 0.0 {
+        let believed = self.jobs >= MIN_JOBS || self.unmistakable();
+        if !believed || self.booked <= 0.0 || self.took <= 0.0 {
             return None;
         }
         let s = current * self.booked / self.took;
@@ -90,11 +117,34 @@ mod tests {
     #[test]
     fn the_s_in_force_stands_until_enough_answers_say_otherwise() {
         let mut e = SpeedEstimate::new();
-        feed(&mut e, 0, 15, 0.001, 2.0, 0.2);
+        feed(&mut e, 0, 15, 0.001, 2.0, 0.6);
         assert_eq!(e.revised(2.0), None, "15 board answers are not enough");
+        feed(&mut e, 0, 1, 0.001, 2.0, 0.6);
+        let s = e.revised(2.0).expect("a board 3.3x slower than booked");
+        assert!((s - 0.6).abs() < 1e-6, "{s}");
+    }
+
+    #[test]
+    fn a_few_answers_all_far_off_are_believed_early_one_outlier_is_not() {
+        let mut e = SpeedEstimate::new();
+        feed(&mut e, 0, 3, 0.001, 2.0, 0.2);
+        assert_eq!(e.revised(2.0), None, "3 answers are not enough, however far off");
         feed(&mut e, 0, 1, 0.001, 2.0, 0.2);
-        let s = e.revised(2.0).expect("a board 10x slower than booked");
+        let s = e.revised(2.0).expect("4 answers, each 10x slower than booked");
         assert!((s - 0.2).abs() < 1e-6, "{s}");
+
+        // One job stalled 100x among answers as booked: a hiccup, not the board's speed.
+        let mut e = SpeedEstimate::new();
+        feed(&mut e, 0, 1, 0.001, 2.0, 0.02);
+        feed(&mut e, 0, 5, 0.001, 2.0, 2.0);
+        assert_eq!(e.revised(2.0), None, "fewer than 16 answers, not all far off");
+
+        // Each 3x faster: past the hysteresis, short of unmistakable; 16 answers settle it.
+        let mut e = SpeedEstimate::new();
+        feed(&mut e, 0, 8, 0.001, 2.0, 6.0);
+        assert_eq!(e.revised(2.0), None);
+        feed(&mut e, 0, 8, 0.001, 2.0, 6.0);
+        assert!(e.revised(2.0).is_some_and(|s| (s / 6.0 - 1.0).abs() < 1e-3));
     }
 
     #[test]
