@@ -32,9 +32,7 @@ const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, item
 
 /// Spork's own model `name` (the repository `spork serve` and `spork worker` load by default).
 fn own(name: &str) -> Arc<RepoKernel> {
-    let dir = spork::repository::own::dir().expect("written to the cache");
-    let spec = spork::repository::spec::load(&dir.join(name)).expect("loads");
-    Arc::new(RepoKernel::load(spec, false).expect("its C code builds"))
+    Arc::new(spork::repository::own::load(name, false).expect("its C code builds"))
 }
 
 /// The image a scheduler configures a lease of Spork's own model `name` with.

@@ -34,9 +34,7 @@ const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, item
 
 /// Spork's own sobel model, as `spork serve` and `spork worker` load it.
 fn own_sobel() -> Arc<RepoKernel> {
-    let dir = spork::repository::own::dir().expect("written to the cache");
-    let spec = spork::repository::spec::load(&dir.join("sobel")).expect("loads");
-    Arc::new(RepoKernel::load(spec, false).expect("its C code builds"))
+    Arc::new(spork::repository::own::load("sobel", false).expect("its C code builds"))
 }
 
 fn host(cpu: u32, fpga: u32, tls: Option<TlsFiles>) -> RunningHost {

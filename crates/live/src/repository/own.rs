@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 
 use include_dir::{Dir, include_dir};
+
+use super::kernel::RepoKernel;
 use sha2::{Digest, Sha256};
 
 static MODELS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../../models");
@@ -19,6 +21,28 @@ pub fn names() -> Vec<&'static str> {
         .collect();
     names.sort_unstable();
     names
+}
+
+/// Why one of Spork's own models did not load.
+#[derive(Debug, thiserror::Error)]
+pub enum OwnError {
+    /// The repository could not be written to the cache.
+    #[error(
+        "cannot write Spork's own model repository into the cache: {0}\n  fix: set SPORK_CACHE_DIR to a writable folder"
+    )]
+    Cache(#[from] std::io::Error),
+    /// Its model.toml did not load (a defect of this build).
+    #[error(transparent)]
+    Spec(#[from] spork_core::input::InputError),
+    /// Its C code or RTL did not build here.
+    #[error(transparent)]
+    Load(#[from] super::kernel::LoadError),
+}
+
+/// Model `name`, loaded exactly as a user's model is (its RTL verilated too when `sim`).
+pub fn load(name: &str, sim: bool) -> Result<RepoKernel, OwnError> {
+    let spec = super::spec::load(&dir()?.join(name))?;
+    Ok(RepoKernel::load(spec, sim)?)
 }
 
 /// The folder holding it, in the cache under the content hash of its files: written once (in a

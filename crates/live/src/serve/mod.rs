@@ -91,11 +91,9 @@ pub enum SetupError {
     /// The model's code or RTL did not load.
     #[error(transparent)]
     Load(#[from] crate::repository::kernel::LoadError),
-    /// Spork's own repository could not be written to the cache.
-    #[error(
-        "cannot write Spork's own model repository into the cache: {0}\n  fix: set SPORK_CACHE_DIR to a writable folder"
-    )]
-    Own(String),
+    /// One of Spork's own models did not load.
+    #[error(transparent)]
+    Own(#[from] crate::repository::own::OwnError),
     /// The model's `[batching]` figures cannot work.
     #[error(
         "model '{0}': [batching]: {1}\n  fix: give max_batch_size 1 to 4096, preferred sizes within it, a delay of at most 1 s"
@@ -114,9 +112,7 @@ impl Kernelled {
         platform: Option<&std::path::Path>,
         sim: bool,
     ) -> Result<Self, SetupError> {
-        let dir = crate::repository::own::dir().map_err(|e| SetupError::Own(e.to_string()))?;
-        let spec = crate::repository::spec::load(&dir.join(name))?;
-        let kernel = RepoKernel::load(spec, sim)?;
+        let kernel = crate::repository::own::load(name, sim)?;
         Self::measure_repo(Arc::new(kernel), Target::Sim, clock_mhz, platform)
     }
 
