@@ -4,24 +4,18 @@
 //! which tests running beside it on two cores would slow many times over (the simulation, not the
 //! policy).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
+#[path = "support/command.rs"]
+mod command;
 #[path = "support/fixtures.rs"]
 #[allow(dead_code)] // this binary copies fixtures; it does not assemble satadd's sharers
 mod fixtures;
 
+use command::{shared_cache, text};
 use fixtures::fixture;
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// A cache shared by the tests (the fixture verilates once).
-fn shared_cache() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spork-board-speed-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+/// The tag of this binary's shared cache.
+const CACHE: &str = "board-speed";
 
 /// A board slower than the paper's breakeven (`--clock-mhz 20`: crc8's board streams 2e7 bytes/s
 /// against the C code's ~5e8 on one core, S ~ 0.04, far below the 1/3 a board needs at the paper's
@@ -33,7 +27,7 @@ fn a_repository_model_whose_board_loses_is_served_on_cpus_alone() {
         .args(["run", "--kernel", "crc8", "--board", "model", "--clock-mhz", "20", "--duration", "6s"])
         .args(["--rate", "100", "--scheduler", "spork-e,cpu-dynamic", "--json", "--model-repository"])
         .arg(fixture(""))
-        .env("SPORK_CACHE_DIR", shared_cache())
+        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
         .output()
         .expect("spork runs");
     assert!(out.status.success(), "{}", text(&out));
@@ -82,7 +76,7 @@ fn a_board_slower_than_its_stated_speed_is_let_go_once_its_answers_show_it() {
         .args(["run", "--kernel", "crc8", "--board", "sim", "--clock-mhz", "20", "--duration", "8s"])
         .args(["--rate", "100", "--scheduler", "spork-e", "--json", "--model-repository"])
         .arg(tmp.path())
-        .env("SPORK_CACHE_DIR", shared_cache())
+        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
         .output()
         .expect("spork runs");
     assert!(out.status.success(), "{}", text(&out));

@@ -7,15 +7,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 #[path = "support/boards.rs"]
 mod boards;
+#[path = "support/command.rs"]
+mod command;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 
+use command::{shared_cache, text};
 use fixtures::{fixture, on_satadd};
 
 use spork::repository::cpu::CpuLibrary;
 use spork::repository::spec;
 use spork::repository::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
+
+/// The tag of this binary's shared cache.
+const CACHE: &str = "kernels";
 
 /// `spork kernel ARGS` with its cache in `cache`.
 fn kernel(args: &[&str], dir: &Path, cache: &Path) -> Output {
@@ -30,20 +36,9 @@ fn kernel(args: &[&str], dir: &Path, cache: &Path) -> Output {
     out
 }
 
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// A cache shared by the tests that do not measure it (the fixtures verilate once).
-fn shared_cache() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spork-kernels-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 #[test]
 fn correct_kernels_pass_check_on_random_and_edge_shapes() {
-    let cache = shared_cache();
+    let cache = shared_cache(CACHE);
     for name in ["satadd", "crc8"] {
         let o = kernel(&["check", "--requests", "12"], &fixture(name), &cache);
         let t = text(&o);
@@ -61,7 +56,7 @@ fn correct_kernels_pass_check_on_random_and_edge_shapes() {
 #[test]
 fn a_wrong_rtl_fails_check_with_the_first_mismatch_named() {
     let scratch = tempfile::tempdir().expect("tempdir");
-    let o = kernel(&["check"], &on_satadd("satadd_wraps", &["cpu"], scratch.path()), &shared_cache());
+    let o = kernel(&["check"], &on_satadd("satadd_wraps", &["cpu"], scratch.path()), &shared_cache(CACHE));
     let t = text(&o);
     assert!(!o.status.success(), "{t}");
     // Where, and both values: the CPU side saturates to an INT16 bound where the RTL wrapped.
@@ -92,7 +87,7 @@ fn rtl_is_verilated_once_then_found_by_content_hash() {
 
 #[test]
 fn bad_repositories_are_refused_naming_the_problem_and_the_fix() {
-    let cache = shared_cache();
+    let cache = shared_cache(CACHE);
     // Each with its one defect, and the satadd folders it shares.
     let cases: [(&str, &[&str], &[&str]); 7] = [
         ("missing_source", &["cpu"], &["model.toml:", "fpga.sim.sources", "does not exist", "fix:"]),
@@ -121,7 +116,7 @@ fn bad_repositories_are_refused_naming_the_problem_and_the_fix() {
 #[test]
 fn a_new_kernel_passes_check_lint_and_synth_as_generated() {
     let repo = tempfile::tempdir().expect("temp dir");
-    let cache = shared_cache();
+    let cache = shared_cache(CACHE);
     let o = Command::new(env!("CARGO_BIN_EXE_spork"))
         .args(["kernel", "new", "addone", "--dir"])
         .arg(repo.path())
@@ -169,7 +164,7 @@ fn a_new_kernel_passes_check_lint_and_synth_as_generated() {
 #[test]
 fn a_four_lane_kernel_checks_synthesises_and_is_held_to_tkeep() {
     let repo = tempfile::tempdir().expect("temp dir");
-    let cache = shared_cache();
+    let cache = shared_cache(CACHE);
     let o = Command::new(env!("CARGO_BIN_EXE_spork"))
         .args(["kernel", "new", "wide4", "--lanes", "4", "--dir"])
         .arg(repo.path())
@@ -304,7 +299,7 @@ fn a_rust_kernel_written_as_one_function_passes_check_through_the_abi() {
         "library = \"rust/target/release/librusty.so\"",
     );
     std::fs::write(dir.join("model.toml"), rust).expect("write");
-    let t = text(&kernel(&["check"], &dir, &shared_cache()));
+    let t = text(&kernel(&["check"], &dir, &shared_cache(CACHE)));
     assert!(t.contains("rusty: 22 requests match"), "{t}");
 }
 
@@ -343,7 +338,7 @@ fn a_repository_model_runs_live_on_the_simulated_board_checked_against_its_c_cod
         .arg(fixture(""))
         .arg("--config")
         .arg(&platform)
-        .env("SPORK_CACHE_DIR", shared_cache())
+        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
         .output()
         .expect("spork runs");
     assert!(out.status.success(), "{}", text(&out));
@@ -382,7 +377,7 @@ fn an_active_high_reset_is_described_and_a_design_held_in_reset_is_named() {
     let with =
         |extra: &str| spec.replace("top = \"crc8\"", &format!("top = \"crc8\"\nreset = \"rst\"{extra}"));
     std::fs::write(&toml, with("")).expect("write");
-    let cache = shared_cache();
+    let cache = shared_cache(CACHE);
     let held = kernel(&["check"], &dir, &cache);
     assert!(!held.status.success());
     assert!(text(&held).contains("reset_active = \"high\""), "{}", text(&held));
