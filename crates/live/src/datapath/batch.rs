@@ -156,22 +156,15 @@ mod tests {
         }
     }
 
-    /// Spork's own sobel model (a 3x3 window: halo 1) and dense (independent rows) as repository
-    /// models declaring `[batching]`, their C code compiled: a batch of tensors, run once, cut back,
+    /// Spork's own sobel model (a 3x3 window: halo 1) and dense (independent rows), as their
+    /// model.toml's `[batching]` declares them, their C code compiled: a batch of tensors, run once, cut back,
     /// equals each member run alone (images of different heights, one width).
     #[test]
     fn repository_tensors_stack_along_their_batch_dimension_seams_dropped() {
         use crate::repository::kernel::RepoKernel;
         let models = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models");
-        for (name, batching, items) in [
-            ("sobel", "dim = \"H\"\nhalo = 1", [16 * 5, 16 * 9, 16 * 3]),
-            ("dense", "dim = \"N\"", [64 * 2, 64 * 7, 64]),
-        ] {
-            let dir = models.join(name);
-            let path = dir.join("model.toml");
-            let text = std::fs::read_to_string(&path).expect("model.toml");
-            let text = format!("{text}\n[batching]\n{batching}\nmax_batch_size = 8\n");
-            let spec = crate::repository::spec::parse(&dir, &path, &text).expect("a batching model");
+        for (name, items) in [("sobel", [16 * 5, 16 * 9, 16 * 3]), ("dense", [64 * 2, 64 * 7, 64])] {
+            let spec = crate::repository::spec::load(&models.join(name)).expect("a batching model");
             let kernel = RepoKernel::load(spec, false).expect("its C code compiles");
             let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(11);
             let members: Vec<Payload> = items

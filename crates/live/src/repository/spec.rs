@@ -100,6 +100,12 @@ pub const MAX_LANES: u64 = 64;
 pub const MAX_BEAT_BITS: usize = 512;
 
 impl ModelSpec {
+    /// Its dynamic batching, if it asks for one: `[batching]` with `max_batch_size` above 1 (at 1
+    /// the model only says how its requests stack, for a run whose flags batch it).
+    pub fn dynamic_batching(&self) -> Option<&BatchingSpec> {
+        self.batching.as_ref().filter(|b| b.max_batch_size > 1)
+    }
+
     /// Bits of the model's widest beat (inputs' or outputs'): `lanes` element groups; 0 without RTL.
     pub fn beat_bits(&self) -> usize {
         let Some(sim) = &self.sim else { return 0 };

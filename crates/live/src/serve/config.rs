@@ -64,7 +64,7 @@ pub fn json(m: &Model, instances: &Instances) -> Value {
             "name": name, "kind": KIND_NAMES[*kind as usize], "count": count,
         })).collect::<Vec<_>>(),
     });
-    if let Some(b) = &m.0.spec.batching {
+    if let Some(b) = m.0.spec.dynamic_batching() {
         v["dynamic_batching"] = json!({
             "preferred_batch_size": b.preferred_batch_size,
             "max_queue_delay_microseconds": b.max_queue_delay_us,
@@ -106,7 +106,7 @@ pub fn message(m: &Model, instances: &Instances) -> proto::ModelConfig {
                 kind: *kind,
             })
             .collect(),
-        dynamic_batching: m.0.spec.batching.as_ref().map(|b| proto::ModelDynamicBatching {
+        dynamic_batching: m.0.spec.dynamic_batching().map(|b| proto::ModelDynamicBatching {
             preferred_batch_size: b.preferred_batch_size.iter().map(|&n| n as i32).collect(),
             max_queue_delay_microseconds: b.max_queue_delay_us,
         }),

@@ -126,8 +126,7 @@ impl Kernelled {
     ) -> Result<Self, SetupError> {
         let batching = kernel
             .spec
-            .batching
-            .as_ref()
+            .dynamic_batching()
             .map(|b| {
                 let delay = b.max_queue_delay_us.saturating_mul(1_000);
                 Batching::new(b.max_batch_size, &b.preferred_batch_size, delay)
