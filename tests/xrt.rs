@@ -41,11 +41,11 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-/// A loopback xclbin: the real magic, then what the loopback reads.
-fn xclbin(dir: &Path, name: &str, kernel: &str, uuid: &str) -> String {
+/// A loopback xclbin: the real magic, then what the loopback reads (`extra`: more of its lines).
+fn xclbin(dir: &Path, name: &str, kernel: &str, uuid: &str, extra: &str) -> String {
     let p = dir.join(name);
     let mut bytes = b"xclbin2\0".to_vec();
-    bytes.extend(format!("spork-loopback\nkernel={kernel}\nuuid={uuid}\n").as_bytes());
+    bytes.extend(format!("spork-loopback\nkernel={kernel}\nuuid={uuid}\n{extra}").as_bytes());
     std::fs::write(&p, bytes).expect("write xclbin");
     p.to_string_lossy().into_owned()
 }
@@ -80,7 +80,7 @@ fn run_args<'a>(xclbin: &'a str, sys: &'a str, extra: &[&'a str]) -> Vec<&'a str
 #[test]
 fn preflight_refuses_before_any_xrt_call() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let good = xclbin(tmp.path(), "a.xclbin", "sobel", &"ab".repeat(16));
+    let good = xclbin(tmp.path(), "a.xclbin", "sobel", &"ab".repeat(16), "");
     let sys = sysfs();
     let sys = sys.to_str().expect("utf8");
     let cases: Vec<(Vec<&str>, bool, &str)> = vec![
@@ -120,8 +120,11 @@ fn preflight_refuses_before_any_xrt_call() {
 fn a_live_run_drives_the_loopback_board_through_the_real_binding() {
     let _board = one_board();
     let tmp = tempfile::tempdir().expect("tmp");
-    let a = xclbin(tmp.path(), "sobel-a.xclbin", "sobel", &"0123456789abcdef".repeat(2));
-    let b = xclbin(tmp.path(), "sobel-b.xclbin", "sobel", &"fedcba9876543210".repeat(2));
+    // Spork's own sobel (models/sobel, the default model), its verilated RTL behind the loopback.
+    let library = built_library(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/sobel"));
+    let extra = format!("model={library}\nscalars=width\n");
+    let a = xclbin(tmp.path(), "sobel-a.xclbin", "sobel8_stream", &"0123456789abcdef".repeat(2), &extra);
+    let b = xclbin(tmp.path(), "sobel-b.xclbin", "sobel8_stream", &"fedcba9876543210".repeat(2), &extra);
     let sys = sysfs();
     let o = spork(&run_args(&a, sys.to_str().expect("utf8"), &["--xclbin-alt", &b]), true);
     assert!(o.status.success(), "{}", text(&o));
@@ -147,7 +150,7 @@ fn a_live_run_drives_the_loopback_board_through_the_real_binding() {
 fn an_xrt_error_names_the_call_and_the_requests_move_to_cpus() {
     let tmp = tempfile::tempdir().expect("tmp");
     // The loopback has no model for this kernel: xrtDeviceLoadXclbinFile fails with ENOENT.
-    let bad = xclbin(tmp.path(), "fft.xclbin", "fft", &"11".repeat(16));
+    let bad = xclbin(tmp.path(), "fft.xclbin", "fft", &"11".repeat(16), "");
     let sys = sysfs();
     let o = spork(&run_args(&bad, sys.to_str().expect("utf8"), &[]), true);
     assert!(o.status.success(), "{}", text(&o));

@@ -10,7 +10,6 @@ use anyhow::Context;
 use anyhow::bail;
 use spork::backend::Board;
 use spork::backend::bitstream::Target;
-use spork_golden::Kernel;
 
 /// `--board`: what the FPGA workers are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -131,12 +130,6 @@ impl Images {
             _ => Images { xclbin: spec.alveo.as_ref().map(|a| a.xclbin.clone()), agfi: None },
         }
     }
-}
-
-/// The FPGA backend of `kernel`'s workers; `timeout` bounds a board job.
-pub fn board(which: BoardArg, real: &RealBoard, kernel: Kernel, timeout: Duration) -> anyhow::Result<Board> {
-    let known: Vec<&str> = Kernel::ALL.iter().map(|k| k.name()).collect();
-    model_board(which, real, kernel.name(), &Images::default(), &known, timeout)
 }
 
 /// The FPGA backend of model `name`'s workers: a flag's `NAME=` entry, else the shared one, else

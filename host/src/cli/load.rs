@@ -11,7 +11,7 @@ use spork::datapath::work::KernelImage;
 use spork::load::described::{self, Data, Given};
 use spork::load::{Inputs, LoadConfig, LoadReport, Protocol};
 use spork::priority::Priority;
-use spork_golden::Kernel;
+use spork::repository::own;
 
 use super::live_trace::LiveTrace;
 
@@ -97,15 +97,22 @@ const DATA_MOST: u64 = 256 << 20;
 /// Where the requests' inputs come from: the server's description when --shape or --data is given
 /// or the model is neither Spork's own nor in --model-repository; else a kernel's image here.
 fn inputs(args: &Args) -> anyhow::Result<Inputs> {
-    let served = !args.shapes.is_empty()
-        || args.data.is_some()
-        || (args.model_repository.is_none() && Kernel::from_name(&args.model.to_ascii_lowercase()).is_none());
+    let own = args.model_repository.is_none() && own::names().contains(&args.model.as_str());
+    let served = !args.shapes.is_empty() || args.data.is_some() || (args.model_repository.is_none() && !own);
     if !served {
-        return Ok(Inputs::Kernel(Arc::new(image(args)?)));
+        match image(args) {
+            Ok(image) => return Ok(Inputs::Kernel(Arc::new(image))),
+            // Spork's own model needs a C compiler here; without one the server's description serves.
+            Err(e) if own && !args.check => {
+                tracing::warn!("{e:#}: its inputs are drawn from the server's description")
+            }
+            Err(e) => return Err(e),
+        }
     }
     if args.check {
         bail!(
-            "--check runs the model's CPU code here: give --model-repository DIR holding '{}' (and no --shape or --data)",
+            "--check runs the model's CPU code here: give --model-repository DIR holding '{}', or one of Spork's own \
+             models (sobel, bloom, dense), and no --shape or --data",
             args.model
         );
     }
@@ -127,8 +134,8 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
     }
 }
 
-/// The image requests are built from: a repository's model, or a built-in kernel's (seed 0, the
-/// server's: bloom documents draw terms from its profile).
+/// The image requests are built from: a model of --model-repository, or one of Spork's own (its
+/// C code compiled here, as the server's is).
 fn image(args: &Args) -> anyhow::Result<KernelImage> {
     use spork::repository::kernel::RepoKernel;
     let name = args.model.as_str();
@@ -138,18 +145,12 @@ fn image(args: &Args) -> anyhow::Result<KernelImage> {
             let spec = spork::repository::spec::load(&dir)?;
             return Ok(KernelImage::repo(Arc::new(RepoKernel::load(spec, false)?)));
         }
+        bail!(
+            "--model {name}: no model folder {} (fix: give --model-repository DIR holding its folder, as the server was given it)",
+            dir.display()
+        );
     }
-    match Kernel::from_name(&name.to_ascii_lowercase()) {
-        Some(k) => Ok(KernelImage::new(k, 0)),
-        None => bail!(
-            "--model {name}: not one of Spork's own models (sobel, bloom, dense){} (fix: give --model-repository DIR \
-             holding its folder, as the server was given it)",
-            match &args.model_repository {
-                Some(r) => format!(" nor a model folder of {}", r.display()),
-                None => String::new(),
-            }
-        ),
-    }
+    Ok(KernelImage::repo(Arc::new(own::load(name, false)?)))
 }
 
 /// The load run's settings; `target` is where the server listens.
@@ -164,16 +165,6 @@ pub fn config(args: &Args) -> anyhow::Result<LoadConfig> {
     }
     let (requests, _) = args.workload.requests()?;
     let inputs = inputs(args)?;
-    if let Inputs::Kernel(image) = &inputs
-        && args.check
-        && image.kernel.repo().is_none()
-    {
-        bail!(
-            "--check compares answers with a repository model's CPU code: give --model-repository DIR holding \
-             '{}' (Spork's own are in models/)",
-            args.model
-        );
-    }
     let items_per_sec = match (args.items_per_sec, &inputs) {
         (Some(n), _) if n.is_finite() && n >= 1.0 => n,
         (Some(n), _) => bail!("--items-per-sec {n} must be a number of items per second, at least 1"),

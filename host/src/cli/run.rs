@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use spork::backend::Calibration;
-use spork::backend::bitstream::{Manifest, manifest_path};
+use spork::backend::bitstream::Manifest;
 use spork::datapath::work::KernelImage;
 use spork::engine::Plan;
 use spork::live::{Fault, FaultPlan, PoolConfig};
@@ -16,10 +16,10 @@ use spork::model::time::to_secs;
 use spork::model::{Platform, Time};
 use spork::policy::Scheduler;
 use spork::policy::batching::Batching;
+use spork::repository::own;
 use spork::run::{RunConfig, RunReport};
-use spork_golden::Kernel;
 
-use super::board_args::{BoardArg, Images, RealBoard, board, model_board};
+use super::board_args::{BoardArg, Images, RealBoard, model_board};
 use super::live_trace::LiveTrace;
 use super::platform_args::PlatformArgs;
 use super::pool_args::PoolArgs;
@@ -32,7 +32,8 @@ pub struct Args {
     /// Scheduler(s), comma-separated; each replays the same trace in turn.
     #[arg(long, default_value = "spork-e,cpu-dynamic")]
     scheduler: String,
-    /// Kernel every request runs: sobel, bloom or dense; with --model-repository, a model of it.
+    /// Model every request runs: one of Spork's own (sobel, bloom or dense: models/ in the source
+    /// tree, embedded in the binary), or with --model-repository a model of it.
     #[arg(long, default_value = "sobel")]
     kernel: String,
     /// A model repository (docs/model-repository.md): --kernel names one of its models, whose CPU
@@ -44,7 +45,7 @@ pub struct Args {
     /// Platform: power, price and spin-up delays (the FPGA speedup is measured, not taken from here).
     #[command(flatten)]
     platform: PlatformArgs,
-    /// Board clock in MHz (default: the kernel's manifest in bitstreams/sim).
+    /// Board clock in MHz (default: the model's `[fpga.model]` timing).
     #[arg(long)]
     clock_mhz: Option<f64>,
     /// Pool caps and brownout (a real board or slot holds one FPGA worker at a time).
@@ -65,8 +66,9 @@ pub struct Args {
     board: BoardArg,
     #[command(flatten)]
     real: RealBoard,
-    /// Write the measured reconfiguration latency (median over the run's loads) into the kernel's
-    /// manifest for this board (`[measured]` in bitstreams/<sim|alveo|f1>/<kernel>.toml).
+    /// Write the measured reconfiguration latency (median over the run's loads) into the model's
+    /// `[fpga.model]` manifest (`[measured]` in its synth.toml; needs --model-repository: Spork's
+    /// own models run from a copy in the cache).
     #[arg(long)]
     record_load: bool,
     /// Skip the evaluator's prediction beside each run.
@@ -82,29 +84,27 @@ pub struct Args {
     json: bool,
 }
 
-/// Model `name` of repository `repo` with its board: loaded for `args.board` (its RTL verilated for
-/// the simulated one; a real board's image from the flags or its model.toml).
-fn repository_model(
-    repo: &std::path::Path,
-    args: &Args,
-) -> anyhow::Result<(spork::backend::Board, KernelImage)> {
+/// Model `--kernel` of `--model-repository`, else of Spork's own repository, with its board:
+/// loaded for `args.board` (its RTL verilated for the simulated one; a real board's image from the
+/// flags or its model.toml).
+fn repository_model(args: &Args) -> anyhow::Result<(spork::backend::Board, KernelImage)> {
     use spork::repository::kernel::RepoKernel;
     let name = args.kernel.as_str();
-    let dir = repo.join(name);
+    let dir = match &args.model_repository {
+        Some(repo) => repo.join(name),
+        None if own::names().contains(&name) => own::dir()?.join(name),
+        None => return Err(own::OwnError::Unknown(name.to_string()).into()),
+    };
     if !spork::repository::spec::valid_model_name(name) || !dir.join("model.toml").is_file() {
         bail!("--kernel {name}: no model folder {} (a folder with a model.toml)", dir.display());
     }
     let spec = spork::repository::spec::load(&dir)?;
     let images = Images::of(&spec, args.board);
     let timeout = Duration::from_nanos(args.kernel_timeout);
+    // The board first: its pre-flight errors are what a user must fix before anything else.
     let board = model_board(args.board, &args.real, name, &images, &[name], timeout)?;
     let kernel = RepoKernel::load(spec, args.board == BoardArg::Sim)?;
     Ok((board, KernelImage::repo(Arc::new(kernel))))
-}
-
-pub fn parse_kernel(s: &str) -> Result<Kernel, String> {
-    Kernel::from_name(&s.to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown kernel '{s}': use sobel, bloom or dense"))
 }
 
 #[derive(Serialize)]
@@ -129,26 +129,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.kernel_timeout == 0 {
         bail!("--kernel-timeout must be above 0 (e.g. 10s)");
     }
-    let (board, image) = match &args.model_repository {
-        None => {
-            let kernel = parse_kernel(&args.kernel).map_err(anyhow::Error::msg)?;
-            // The board first: its pre-flight errors are what a user must fix before anything else.
-            let board = board(args.board, &args.real, kernel, Duration::from_nanos(args.kernel_timeout))?;
-            (board, Arc::new(KernelImage::new(kernel, args.workload.seed)))
-        }
-        Some(repo) => {
-            let (board, image) = repository_model(repo, &args)?;
-            let declared = image.kernel.repo().is_some_and(|k| k.spec.batching.is_some());
-            if args.pool.max_batch_size.is_some() && !declared {
-                bail!(
-                    "--max-batch-size: model '{}' declares no [batching] dimension to stack its tensors along\n  \
-                     fix: give it a [batching] table in its model.toml (docs/model-repository.md), or drop the flag",
-                    args.kernel
-                );
-            }
-            (board, Arc::new(image))
-        }
-    };
+    let (board, image) = repository_model(&args)?;
+    let declared = image.kernel.repo().is_some_and(|k| k.spec.batching.is_some());
+    if args.pool.max_batch_size.is_some() && !declared {
+        bail!(
+            "--max-batch-size: model '{}' declares no [batching] dimension to stack its tensors along\n  \
+             fix: give it a [batching] table in its model.toml (docs/model-repository.md), or drop the flag",
+            args.kernel
+        );
+    }
+    let image = Arc::new(image);
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
@@ -165,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     // A repository model's own [batching] applies unless the flags state one (and not under brownout).
-    let declared = match image.kernel.repo().and_then(|k| k.spec.batching.as_ref()) {
+    let declared = match image.kernel.repo().and_then(|k| k.spec.dynamic_batching()) {
         Some(b) => Some(
             Batching::new(
                 b.max_batch_size,
@@ -208,7 +198,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     if args.record_load {
-        record_load(&args, &runs)?;
+        record_load(&args, &image, &runs)?;
     }
     if args.json {
         let out = Output {
@@ -251,20 +241,29 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
     );
 }
 
-/// Writes the runs' measured reconfiguration latency into the board's manifest of the kernel.
-fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
+/// Writes the runs' measured reconfiguration latency into the model's `[fpga.model]` manifest.
+fn record_load(args: &Args, image: &KernelImage, runs: &[RunReport]) -> anyhow::Result<()> {
+    use spork::repository::spec::TimingSpec;
     let mut loads: Vec<f64> = runs.iter().flat_map(|r| r.reconfig_loads_ms.iter().copied()).collect();
     let count = loads.len();
     if loads.is_empty() {
         bail!("--record-load: no FPGA was configured in these runs, so there is no load latency to record");
     }
     loads.sort_by(f64::total_cmp);
-    if args.model_repository.is_some() {
+    if args.model_repository.is_none() {
         bail!(
-            "--record-load writes the built-in kernels' manifests; a repository model's timing is its own [fpga.model]"
+            "--record-load writes into the model's folder, and Spork's own models run from a copy in the cache\n  \
+             fix: give --model-repository models (the source tree's), or your repository"
         );
     }
-    let path = manifest_path(args.board.target(), &args.kernel);
+    let timing = image.kernel.repo().and_then(|k| k.spec.timing.clone());
+    let Some(TimingSpec::Manifest(path)) = timing else {
+        bail!(
+            "--record-load: model '{}' names no [fpga.model] manifest to record into\n  \
+             fix: `spork kernel synth DIR` writes one and [fpga.model] manifest = \"synth.toml\" names it",
+            args.kernel
+        );
+    };
     let mut m = Manifest::load(&path)
         .with_context(|| format!("--record-load needs the manifest {}", path.display()))?;
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
@@ -272,9 +271,10 @@ fn record_load(args: &Args, runs: &[RunReport]) -> anyhow::Result<()> {
         load_s: loads[loads.len() / 2] / 1e3,
         loads: count as u32,
         machine: format!(
-            "{} ({} cores), spork run, {}",
+            "{} ({} cores), spork run --board {}, {}",
             host.trim(),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
+            args.board.target().name(),
             humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         ),
     });

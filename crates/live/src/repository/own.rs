@@ -26,6 +26,12 @@ pub fn names() -> Vec<&'static str> {
 /// Why one of Spork's own models did not load.
 #[derive(Debug, thiserror::Error)]
 pub enum OwnError {
+    /// Not one of them.
+    #[error(
+        "unknown model '{0}': Spork's own are {names}\n  fix: use sobel, bloom or dense, or give --model-repository DIR holding a model of your own",
+        names = names().join(", ")
+    )]
+    Unknown(String),
     /// The repository could not be written to the cache.
     #[error(
         "cannot write Spork's own model repository into the cache: {0}\n  fix: set SPORK_CACHE_DIR to a writable folder"
@@ -41,6 +47,9 @@ pub enum OwnError {
 
 /// Model `name`, loaded exactly as a user's model is (its RTL verilated too when `sim`).
 pub fn load(name: &str, sim: bool) -> Result<RepoKernel, OwnError> {
+    if !names().contains(&name) {
+        return Err(OwnError::Unknown(name.to_string()));
+    }
     let spec = super::spec::load(&dir()?.join(name))?;
     Ok(RepoKernel::load(spec, sim)?)
 }
