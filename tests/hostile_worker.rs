@@ -1,14 +1,15 @@
 //! Worker hosts are not trusted (hardening issue): a fake worker host, implementing the worker API
-//! itself over loopback, answers a scheduler's jobs wrongly (one value short, another kernel's
-//! kind, wrong values, an impossible board time, or never while it answers health checks) or
-//! speaks another API version. Each gives a remote slot a clean error, never the wrong answer and
-//! never a hang, and the host is quarantined (or, for the version, refused), counted for metrics.
+//! itself over loopback with Spork's own models (`models/`, their C code), answers a scheduler's
+//! jobs wrongly (a row short, an output missing, another datatype, wrong values, an impossible board
+//! time, or never while it answers health checks) or speaks another API version. Each gives a remote
+//! slot a clean error, never the wrong answer and never a hang, and the host is quarantined (or,
+//! for the version, refused), counted for metrics.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rand::SeedableRng;
@@ -17,9 +18,11 @@ use spork::backend::remote::{Hosts, RemoteConfig, RemoteSlot};
 use spork::backend::{Backend, BackendError, Executed};
 use spork::datapath::work::{KernelImage, Output, Payload};
 use spork::model::Kind;
+use spork::repository::kernel::{RepoKernel, TensorPayload};
+use spork::repository::tensor::TensorBuf;
 use spork::worker_api::wire::pb::worker_server::{Worker, WorkerServer};
 use spork::worker_api::wire::{API_VERSION, SPORK_VERSION, pb};
-use spork_golden::Kernel;
+use spork_kernel::ffi::DType;
 use tokio::sync::mpsc;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
@@ -30,14 +33,32 @@ const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, item
 /// The longest any step of a test may take: past it the step hung.
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// Spork's own models, by name.
+const MODELS: [&str; 3] = ["sobel", "bloom", "dense"];
+
+/// Spork's own model `name` with its C code, loaded once for every test here (the scheduler's and
+/// the fake hosts' copy alike: what is under test is the scheduler's checks, not the code).
+fn own(name: &str) -> Arc<RepoKernel> {
+    static LOADED: OnceLock<HashMap<&'static str, Arc<RepoKernel>>> = OnceLock::new();
+    let loaded = LOADED.get_or_init(|| {
+        MODELS
+            .iter()
+            .map(|&n| (n, spork::repository::own::load(n, false).expect("its C code builds").into()))
+            .collect()
+    });
+    loaded.get(name).unwrap_or_else(|| panic!("{name} is not one of Spork's own models")).clone()
+}
+
 /// How the fake answers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Misbehaviour {
     /// The reference's answer (and, on a board, a plausible board time).
     Honest,
-    /// The reference's answer less its last value.
+    /// The reference's answer, its first output a row short.
     Short,
-    /// As many values, of another kernel's kind.
+    /// The reference's answer less its last output.
+    Missing,
+    /// Outputs of the right shapes, of another datatype.
     WrongKind,
     /// The right shape, one value changed.
     WrongValues,
@@ -51,7 +72,7 @@ enum Misbehaviour {
     OtherVersion,
     /// Says its board is an emulation (answers the reference's own), then answers wrong values.
     ClaimsReference,
-    /// Answers a small job with 4 MiB.
+    /// Answers a small job with one UINT8 tensor of 4 MiB.
     Bloated,
 }
 
@@ -59,13 +80,15 @@ enum Misbehaviour {
 struct Granted {
     session: u64,
     fpga: bool,
-    image: KernelImage,
+    model: Arc<RepoKernel>,
 }
 
 /// A worker host that answers as `how` says.
 #[derive(Clone)]
 struct Fake {
     how: Misbehaviour,
+    /// The models it serves, by name (Spork's own, as `spork worker` loads them by default).
+    models: Arc<HashMap<String, Arc<RepoKernel>>>,
     leases: Arc<Mutex<HashMap<u64, Granted>>>,
     next: Arc<AtomicU64>,
 }
@@ -82,15 +105,20 @@ impl Fake {
             let lost = pb::job_result::Result::Lost("not held for this session".into());
             return Some(pb::JobResult { id: job.id, result: Some(lost), ..Default::default() });
         };
-        let payload = Payload::try_from(job.payload?).ok()?;
-        let right = g.image.reference(&payload).ok()?;
-        let output = match self.how {
-            Misbehaviour::Short => shorter(right),
-            Misbehaviour::WrongKind => other_kind(&right),
+        // The job's tensors, bound to the host's own copy of the model's spec (as a host binds them).
+        let Payload::Tensors(inputs) = Payload::try_from(job.payload?).ok()?;
+        let payload = g.model.bind(inputs).ok()?;
+        let right = g.model.reference(&payload).ok()?;
+        let output = Output::Tensors(match self.how {
+            Misbehaviour::Short => a_row_short(right),
+            Misbehaviour::Missing => right[..right.len() - 1].to_vec(),
+            Misbehaviour::WrongKind => other_dtype(&right),
             Misbehaviour::WrongValues | Misbehaviour::ClaimsReference => altered(right),
-            Misbehaviour::Bloated => Output::Magnitudes(vec![7; 4 << 20]),
+            Misbehaviour::Bloated => {
+                vec![TensorBuf::from_bytes(DType::Uint8, &[4 << 20], &vec![7; 4 << 20]).expect("4 MiB")]
+            }
             _ => right,
-        };
+        });
         let mut r = pb::JobResult {
             id: job.id,
             result: Some(pb::job_result::Result::Output((&output).into())),
@@ -98,7 +126,7 @@ impl Fake {
         };
         if g.fpga {
             // A plausible board time: one cycle per item at the scheduler's clock.
-            let items = payload.items();
+            let items = payload.items;
             let ns = (items as f64 / CAL.clock_hz * 1e9) as u64;
             (r.cycles, r.device_ns, r.has_device) = (items, ns, true);
         }
@@ -112,54 +140,32 @@ impl Fake {
     }
 }
 
-fn shorter(o: Output) -> Output {
-    match o {
-        Output::Magnitudes(mut m) => {
-            m.pop();
-            Output::Magnitudes(m)
-        }
-        Output::Scores(mut s) => {
-            s.pop();
-            Output::Scores(s)
-        }
-        Output::Activations(mut a) => {
-            a.pop();
-            Output::Activations(a)
-        }
-        Output::Tensors(mut t) => {
-            t.pop();
-            Output::Tensors(t)
-        }
-    }
+/// `ts` with its first tensor's last row dropped.
+fn a_row_short(mut ts: Vec<TensorBuf>) -> Vec<TensorBuf> {
+    let t = &ts[0];
+    let mut shape = t.shape.clone();
+    shape[0] -= 1;
+    let row = t.len() / t.shape[0] as usize;
+    ts[0] =
+        TensorBuf::from_bytes(t.dtype, &shape, &t.bytes()[..row * shape[0] as usize]).expect("a row fewer");
+    ts
 }
 
-fn other_kind(o: &Output) -> Output {
-    match o {
-        Output::Scores(s) => Output::Magnitudes(vec![0; s.len()]),
-        other => Output::Scores(vec![0; other.len()]),
-    }
+/// Tensors of `ts`'s shapes, of another datatype (UINT16 for UINT8, else UINT8).
+fn other_dtype(ts: &[TensorBuf]) -> Vec<TensorBuf> {
+    ts.iter()
+        .map(|t| {
+            let other = if t.dtype == DType::Uint8 { DType::Uint16 } else { DType::Uint8 };
+            TensorBuf::zeroed(other, &t.shape).expect("fits")
+        })
+        .collect()
 }
 
-fn altered(o: Output) -> Output {
-    match o {
-        Output::Magnitudes(mut m) => {
-            m[0] ^= 1;
-            Output::Magnitudes(m)
-        }
-        Output::Scores(mut s) => {
-            s[0] ^= 1;
-            Output::Scores(s)
-        }
-        Output::Tensors(mut t) => {
-            let first = t[0].bits(0);
-            t[0].set_bits(0, first ^ 1);
-            Output::Tensors(t)
-        }
-        Output::Activations(mut a) => {
-            a[0][0] ^= 1;
-            Output::Activations(a)
-        }
-    }
+/// `ts` with one bit of its first value flipped.
+fn altered(mut ts: Vec<TensorBuf>) -> Vec<TensorBuf> {
+    let first = ts[0].bits(0);
+    ts[0].set_bits(0, first ^ 1);
+    ts
 }
 
 type Results = Pin<Box<dyn Stream<Item = Result<pb::JobResult, Status>> + Send>>;
@@ -183,11 +189,13 @@ impl Worker for Fake {
         req: Request<pb::ConfigureRequest>,
     ) -> Result<Response<pb::ConfigureReply>, Status> {
         let req = req.into_inner();
-        let kernel = Kernel::from_name(&req.kernel).ok_or_else(|| Status::invalid_argument("kernel"))?;
+        let model = self.models.get(&req.kernel).ok_or_else(|| Status::invalid_argument("kernel"))?.clone();
+        if req.model_digest != model.digest {
+            return Err(Status::failed_precondition("another build of the model"));
+        }
         let lease = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         let fpga = req.kind == pb::SlotKind::Fpga as i32;
-        let image = KernelImage::new(kernel, req.image_seed);
-        self.leases.lock().unwrap().insert(lease, Granted { session: req.session, fpga, image });
+        self.leases.lock().unwrap().insert(lease, Granted { session: req.session, fpga, model });
         let reference = self.how == Misbehaviour::ClaimsReference;
         Ok(Response::new(pb::ConfigureReply { lease, reference, ..Default::default() }))
     }
@@ -252,7 +260,8 @@ impl FakeHost {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();
-        let fake = Fake { how, leases: Arc::default(), next: Arc::default() };
+        let models = Arc::new(MODELS.iter().map(|&n| (n.to_string(), own(n))).collect());
+        let fake = Fake { how, models, leases: Arc::default(), next: Arc::default() };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         std::thread::spawn(move || {
             rt.block_on(async move {
@@ -303,10 +312,23 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
     }
 }
 
-/// A slot of `kind` leased on `hosts` with `kernel`, and one job's payload and its outcome.
-fn one_job(hosts: &Hosts, kind: Kind, kernel: Kernel) -> (Payload, Result<Executed, BackendError>) {
-    let image = KernelImage::new(kernel, 11);
-    let payload = image.payload(4096, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(3));
+/// A slot of `kind` leased on `hosts` with Spork's own model `model`, and one job's payload (of
+/// about 4096 items) and its outcome.
+fn one_job(hosts: &Hosts, kind: Kind, model: &str) -> (TensorPayload, Result<Executed, BackendError>) {
+    one_job_of(hosts, kind, model, 4096)
+}
+
+/// As [`one_job`], of about `items` items.
+fn one_job_of(
+    hosts: &Hosts,
+    kind: Kind,
+    model: &str,
+    items: u64,
+) -> (TensorPayload, Result<Executed, BackendError>) {
+    let kernel = own(model);
+    let tensors = kernel.random(items, &mut rand::rngs::Xoshiro256PlusPlus::seed_from_u64(3));
+    let image = KernelImage::repo(kernel);
+    let payload = Payload::Tensors(tensors.clone());
     let mut slot = RemoteSlot::new(kind, hosts.clone(), &CAL, Duration::ZERO);
     assert!(slot.is_reserved(), "the fake offers a {} slot", kind.name());
     let job = payload.clone();
@@ -314,7 +336,17 @@ fn one_job(hosts: &Hosts, kind: Kind, kernel: Kernel) -> (Payload, Result<Execut
         slot.configure(&image).expect("the fake leases a slot");
         slot.submit(&job)
     });
-    (payload, done)
+    (tensors, done)
+}
+
+/// `p`'s first output as a mismatch names it: its datatype and shape.
+fn first_output(p: &TensorPayload) -> (DType, Vec<u64>) {
+    p.outputs[0].clone()
+}
+
+/// A tensor's type and shape as the scheduler's refusal names them.
+fn named(dtype: DType, shape: &[u64]) -> String {
+    format!("{} {shape:?}", dtype.name())
 }
 
 /// Whether the host at `addr` is up.
@@ -322,27 +354,27 @@ fn up(hosts: &Hosts, addr: SocketAddr) -> bool {
     hosts.snapshot().0.iter().any(|v| v.addr == addr && v.up)
 }
 
-/// Runs one job of `kernel` on a `kind` slot of a fake behaving as `how`; asserts the answer was
-/// refused and the host quarantined (still down after several health checks it answers); returns
-/// why, with the job's payload.
-fn refused(how: Misbehaviour, kind: Kind, kernel: Kernel) -> (String, Payload, Hosts) {
-    refused_with(how, kind, kernel, |_| {})
+/// Runs one job of Spork's own `model` on a `kind` slot of a fake behaving as `how`; asserts the
+/// answer was refused and the host quarantined (still down after several health checks it
+/// answers); returns why, with the job's payload.
+fn refused(how: Misbehaviour, kind: Kind, model: &str) -> (String, TensorPayload, Hosts) {
+    refused_with(how, kind, model, |_| {})
 }
 
 /// As [`refused`], the scheduler's hosts configured by `f`.
 fn refused_with(
     how: Misbehaviour,
     kind: Kind,
-    kernel: Kernel,
+    model: &str,
     f: impl FnOnce(&mut RemoteConfig),
-) -> (String, Payload, Hosts) {
+) -> (String, TensorPayload, Hosts) {
     let fake = FakeHost::start(how);
     let hosts = hosts_with(fake.addr, Duration::from_secs(5), f);
-    let (payload, done) = one_job(&hosts, kind, kernel);
+    let (payload, done) = one_job(&hosts, kind, model);
     let why = match done {
         Err(BackendError::BadAnswer(why)) => why,
-        Ok(e) => panic!("{how:?} on {kernel}: a wrong answer was accepted: {:?}", e.output.name()),
-        Err(e) => panic!("{how:?} on {kernel}: not refused as a bad answer: {e}"),
+        Ok(e) => panic!("{how:?} on {model}: a wrong answer was accepted: {:?}", e.output),
+        Err(e) => panic!("{how:?} on {model}: not refused as a bad answer: {e}"),
     };
     assert!(why.contains(&fake.addr.to_string()), "the host is named: {why}");
     std::thread::sleep(Duration::from_millis(300));
@@ -356,10 +388,9 @@ fn an_honest_host_is_served_and_audited() {
     let fake = FakeHost::start(Misbehaviour::Honest);
     let hosts = hosts(fake.addr, Duration::from_secs(5));
     for kind in Kind::ALL {
-        let (payload, done) = one_job(&hosts, kind, Kernel::Sobel);
+        let (payload, done) = one_job(&hosts, kind, "sobel");
         let done = done.expect("an honest answer is accepted");
-        let image = KernelImage::new(Kernel::Sobel, 11);
-        assert_eq!(done.output, image.reference(&payload).unwrap());
+        assert_eq!(done.output, Output::Tensors(own("sobel").reference(&payload).unwrap()));
         assert_eq!(done.device.is_some(), kind == Kind::Fpga, "board time on boards only");
     }
     // The CPU slot's answer is audited (one in one here), the board's as every board answer is.
@@ -369,28 +400,47 @@ fn an_honest_host_is_served_and_audited() {
 }
 
 #[test]
-fn an_answer_of_the_wrong_length_is_refused_naming_both_lengths() {
-    for kernel in Kernel::ALL {
-        let (why, payload, hosts) = refused(Misbehaviour::Short, Kind::Cpu, kernel);
-        let (_, want) = payload.expected().unwrap();
-        assert!(why.contains(&format!("{} ", want - 1)) && why.contains(&want.to_string()), "{why}");
+fn an_answer_a_row_short_is_refused_naming_both_shapes() {
+    for model in MODELS {
+        let (why, payload, hosts) = refused(Misbehaviour::Short, Kind::Cpu, model);
+        let (dtype, want) = first_output(&payload);
+        let mut got = want.clone();
+        got[0] -= 1;
+        // OutputMismatch::Shape: "a tensor of {got} where the job gives {want}".
+        let text = format!("a tensor of {} where the job gives {}", named(dtype, &got), named(dtype, &want));
+        assert!(why.contains(&text), "{model}: {text} missing from: {why}");
         assert_eq!(hosts.bad_answers(), 1);
     }
 }
 
 #[test]
-fn an_answer_of_another_kind_is_refused() {
-    for kernel in Kernel::ALL {
-        let (why, payload, hosts) = refused(Misbehaviour::WrongKind, Kind::Cpu, kernel);
-        let (kind, _) = payload.expected().unwrap();
-        assert!(why.contains(&format!("where the job gives {kind}")), "{why}");
+fn an_answer_missing_an_output_is_refused_naming_both_counts() {
+    for model in MODELS {
+        let (why, payload, hosts) = refused(Misbehaviour::Missing, Kind::Cpu, model);
+        let want = payload.outputs.len();
+        // OutputMismatch::Length: "{got} tensors where the job gives {want}".
+        let text = format!("{} tensors where the job gives {want}", want - 1);
+        assert!(why.contains(&text), "{model}: {text} missing from: {why}");
+        assert_eq!(hosts.bad_answers(), 1);
+    }
+}
+
+#[test]
+fn an_answer_of_another_datatype_is_refused_naming_both() {
+    for model in MODELS {
+        let (why, payload, hosts) = refused(Misbehaviour::WrongKind, Kind::Cpu, model);
+        let (dtype, shape) = first_output(&payload);
+        let other = if dtype == DType::Uint8 { DType::Uint16 } else { DType::Uint8 };
+        let text =
+            format!("a tensor of {} where the job gives {}", named(other, &shape), named(dtype, &shape));
+        assert!(why.contains(&text), "{model}: {text} missing from: {why}");
         assert_eq!(hosts.bad_answers(), 1);
     }
 }
 
 #[test]
 fn an_answer_that_differs_from_the_reference_is_caught_by_the_audit() {
-    let (why, _, hosts) = refused(Misbehaviour::WrongValues, Kind::Cpu, Kernel::Dense);
+    let (why, _, hosts) = refused(Misbehaviour::WrongValues, Kind::Cpu, "dense");
     assert!(why.contains("differs from the reference"), "{why}");
     assert_eq!((hosts.answers_audited(), hosts.answer_mismatches()), (1, 1));
 }
@@ -399,14 +449,14 @@ fn an_answer_that_differs_from_the_reference_is_caught_by_the_audit() {
 fn a_host_that_calls_its_board_the_reference_is_still_checked_on_every_answer() {
     // No sampling at all: only the rule that every board answer is checked can catch it.
     let (why, _, hosts) =
-        refused_with(Misbehaviour::ClaimsReference, Kind::Fpga, Kernel::Sobel, |c| c.audit_one_in = 0);
+        refused_with(Misbehaviour::ClaimsReference, Kind::Fpga, "sobel", |c| c.audit_one_in = 0);
     assert!(why.contains("differs from the reference"), "{why}");
     assert_eq!((hosts.answers_audited(), hosts.answer_mismatches()), (1, 1));
 }
 
 #[test]
 fn an_answer_past_its_jobs_bound_is_refused_before_it_is_read() {
-    let (why, _, hosts) = refused(Misbehaviour::Bloated, Kind::Cpu, Kernel::Sobel);
+    let (why, _, hosts) = refused(Misbehaviour::Bloated, Kind::Cpu, "sobel");
     assert!(why.contains("more than its job's answer can take") && why.contains("too large"), "{why}");
     assert_eq!(hosts.bad_answers(), 1);
 }
@@ -415,12 +465,15 @@ fn an_answer_past_its_jobs_bound_is_refused_before_it_is_read() {
 fn a_job_whose_answer_cannot_fit_the_hosts_decode_budget_is_refused_naming_both_sizes() {
     let fake = FakeHost::start(Misbehaviour::Honest);
     let hosts = hosts_with(fake.addr, Duration::from_secs(5), |c| c.decode_per_host = 8 << 10);
-    let (payload, done) = one_job(&hosts, Kind::Cpu, Kernel::Sobel);
+    // A 128 x 128 image: its answer's 126 x 126 magnitudes cannot fit 8 KiB.
+    let (payload, done) = one_job_of(&hosts, Kind::Cpu, "sobel", 128 * 128);
+    let need = Payload::Tensors(payload).answer_wire_max();
+    assert!(need > 8 << 10, "the job's answer may take {need} bytes");
     let why = match done {
         Err(BackendError::Kernel(why)) => why,
         other => panic!("not refused: {other:?}"),
     };
-    let need = payload.answer_wire_max().to_string();
+    let need = need.to_string();
     assert!(why.contains(&need) && why.contains("8192 bytes one worker host"), "{why}");
     assert!(up(&hosts, fake.addr), "our own bound, not the host's fault");
 }
@@ -428,7 +481,7 @@ fn a_job_whose_answer_cannot_fit_the_hosts_decode_budget_is_refused_naming_both_
 #[test]
 fn an_impossible_board_time_is_refused() {
     for how in [Misbehaviour::HugeDeviceTime, Misbehaviour::HugeCycles] {
-        let (why, _, hosts) = refused(how, Kind::Fpga, Kernel::Bloom);
+        let (why, _, hosts) = refused(how, Kind::Fpga, "bloom");
         assert!(why.contains("board time"), "{how:?}: {why}");
         assert_eq!(hosts.bad_answers(), 1);
     }
@@ -439,7 +492,7 @@ fn a_host_that_never_answers_a_job_is_quarantined_and_the_job_lost() {
     let fake = FakeHost::start(Misbehaviour::Silent);
     let hosts = hosts(fake.addr, Duration::from_millis(300));
     let started = std::time::Instant::now();
-    let (_, done) = one_job(&hosts, Kind::Cpu, Kernel::Sobel);
+    let (_, done) = one_job(&hosts, Kind::Cpu, "sobel");
     match done {
         Err(BackendError::Lost(why)) => {
             assert!(why.contains("answered no job within"), "{why}");

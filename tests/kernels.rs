@@ -7,10 +7,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 #[path = "support/boards.rs"]
 mod boards;
+#[path = "support/builtin_words.rs"]
+mod builtin_words;
 #[path = "support/command.rs"]
 mod command;
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/golden.rs"]
+mod golden;
 
 use command::{shared_cache, text};
 use fixtures::{fixture, on_satadd};
@@ -394,60 +398,30 @@ fn an_active_high_reset_is_described_and_a_design_held_in_reset_is_named() {
     assert!(ok.status.success() && text(&ok).contains("requests match"), "{}", text(&ok));
 }
 
-/// A built-in kernel's request as the repository model's input tensor.
-fn as_tensor(p: &spork::datapath::work::Payload) -> TensorBuf {
-    use spork::datapath::work::Payload;
-    let (dtype, shape, bytes): (DType, Vec<u64>, Vec<u8>) = match p {
-        Payload::Image { pixels, width } => {
-            (DType::Uint8, vec![(pixels.len() / width) as u64, *width as u64], pixels.clone())
-        }
-        Payload::Documents(d) => (
-            DType::Uint32,
-            vec![d.len() as u64, d[0].len() as u64],
-            d.iter().flatten().flat_map(|t| t.to_le_bytes()).collect(),
-        ),
-        Payload::Vectors(v) => (
-            DType::Int16,
-            vec![v.len() as u64, v[0].len() as u64],
-            v.iter().flatten().flat_map(|x| x.to_le_bytes()).collect(),
-        ),
-        Payload::Tensors(_) => unreachable!("a built-in payload"),
-    };
-    TensorBuf::from_bytes(dtype, &shape, &bytes).expect("a tensor")
-}
-
-/// A built-in kernel's answer as the bytes of the repository model's output tensor.
-fn as_bytes(o: &spork::datapath::work::Output) -> Vec<u8> {
-    use spork::datapath::work::Output;
-    match o {
-        Output::Magnitudes(m) => m.clone(),
-        Output::Scores(s) => s.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Output::Activations(a) => a.iter().flatten().flat_map(|v| v.to_le_bytes()).collect(),
-        Output::Tensors(_) => unreachable!("a built-in answer"),
-    }
-}
-
+/// Spork's own repository (`models/`) answers as the golden models (`spork_golden`, an oracle
+/// independent of both) in its C code and its RTL, at random sizes, with the on-chip state the
+/// models bake in (seed 0: the bloom profile and the dense weights).
 #[test]
-fn spork_s_own_repository_answers_exactly_as_the_built_in_kernels_on_cpu_and_rtl() {
+fn spork_s_own_repository_answers_as_the_golden_models_on_cpu_and_rtl() {
     use rand::SeedableRng;
-    use spork::datapath::work::KernelImage;
-    use spork::repository::kernel::RepoKernel;
-    use spork_golden::Kernel;
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let state = golden::State::models();
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(24);
-    for k in [Kernel::Sobel, Kernel::Bloom, Kernel::Dense] {
-        let spec = spec::load(&models.join(k.name())).unwrap_or_else(|e| panic!("{k}: {e}"));
-        let repo = RepoKernel::load(spec, true).unwrap_or_else(|e| panic!("{k}: {e}"));
+    for k in ["sobel", "bloom", "dense"] {
+        let repo = spork::repository::own::load(k, true).unwrap_or_else(|e| panic!("{k}: {e}"));
         let rtl = repo.rtl.as_ref().expect("loaded for the simulated board");
         let mut axis = rtl.instance().expect("an instance");
-        // The image `spork serve` has always configured its workers with (seed 0).
-        let image = KernelImage::new(k, 0);
         for items in [9, 64, 1000, 5000, 40_000] {
-            let payload = image.payload(items, &mut rng);
-            let want = as_bytes(&image.reference(&payload).expect("the built-in reference"));
-            let tensors = repo.payload(vec![as_tensor(&payload)]).expect("fits the model's spec");
+            let job = state.job(k, items, &mut rng);
+            let want = state.output(&job);
+            let tensors = repo.payload(vec![job.tensor()]).expect("fits the model's spec");
+            assert_eq!(
+                tensors.outputs,
+                [(want.dtype, want.shape.clone())],
+                "{k}: the output's type and shape"
+            );
             let cpu = repo.reference(&tensors).expect("the C code runs");
-            assert_eq!(cpu[0].bytes(), want, "{k}: C code, {items} items");
+            assert_eq!(cpu.len(), 1, "{k}: one output");
+            assert_eq!(cpu[0].bytes(), want.bytes(), "{k}: C code, {items} items");
             let mut rtl_out = repo.outputs(&tensors);
             rtl.run(
                 &mut axis,
@@ -457,7 +431,7 @@ fn spork_s_own_repository_answers_exactly_as_the_built_in_kernels_on_cpu_and_rtl
                 &[false, true, true, true, true],
             )
             .unwrap_or_else(|e| panic!("{k}: {e}"));
-            assert_eq!(rtl_out[0].bytes(), want, "{k}: RTL, {items} items");
+            assert_eq!(rtl_out[0].bytes(), want.bytes(), "{k}: RTL, {items} items");
         }
     }
 }
@@ -549,43 +523,36 @@ fn a_packaged_vitis_kernel_takes_its_scalars_in_band_and_answers_as_the_c_code()
     assert!(!o.status.success() && text(&o).contains("last = \"request\""), "{}", text(&o));
 }
 
-/// Spork's built-in kernels inside their Vitis stream wrappers (`scripts/vitis/<kernel>_axis.v`, the
-/// RTL a real board runs), on the generic AXI4-Stream driver, fed exactly the words the Alveo path's
-/// data movers carry (`datapath::stream`, on-chip state included): answers equal the CPU reference
-/// for state drawn from a seed other than the models' 0, back to back, at random and edge sizes (one
-/// item, the widest image row, empty documents), under backpressure too.
+/// Spork's first kernels inside their Vitis stream wrappers (`scripts/vitis/<kernel>_axis.v`, the
+/// RTL a real board runs), on the generic AXI4-Stream driver, fed exactly the words the data movers
+/// carry to them (tests/support/builtin_words.rs, on-chip state included): answers equal the golden
+/// models' for state drawn from a seed other than the models' 0, back to back, at random and edge
+/// sizes (one item, the widest image row, empty documents), under backpressure too.
 #[test]
-fn built_in_kernels_in_their_vitis_wrappers_answer_as_the_reference() {
+fn the_kernels_in_their_vitis_wrappers_answer_as_the_golden_models() {
+    use golden::{Job, State};
     use rand::SeedableRng;
-    use spork::datapath::stream;
-    use spork::datapath::work::{KernelImage, Payload};
-    use spork_golden::Kernel;
     use spork_sim::axis::{Axis, AxisPorts};
     use spork_sim::beats::Beats;
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(5);
-    for kernel in Kernel::ALL {
-        let image = KernelImage::new(kernel, 7);
+    let state = State::new(7);
+    for kernel in ["sobel", "bloom", "dense"] {
         let model = spork_sim::Model::load(&format!("{kernel}_axis")).expect("built by spork-sim");
         let mut axis = Axis::new(&model, &AxisPorts::default()).expect("stream ports");
-        let mut payloads: Vec<Payload> =
-            [1, 9, 700, 4096, 256 * 5].iter().map(|&n| image.payload(n, &mut rng)).collect();
-        if kernel == Kernel::Bloom {
-            payloads.push(Payload::Documents(vec![vec![], vec![3, 4], vec![]]));
+        let mut jobs: Vec<Job> =
+            [1, 9, 700, 4096, 256 * 5].iter().map(|&n| state.job(kernel, n, &mut rng)).collect();
+        if kernel == "bloom" {
+            jobs.push(Job::Documents(vec![vec![], vec![3, 4], vec![]]));
         }
-        for (i, payload) in payloads.iter().enumerate() {
-            let words = stream::encode(&image, payload);
+        for (i, job) in jobs.iter().enumerate() {
+            let words = builtin_words::encode(&state, job);
             let beats = Beats::from_words(&words, |j| j + 1 == words.len());
             let ready: &[bool] = if i % 2 == 1 { &[true, false, true] } else { &[] };
-            let out = axis.run(&[], &beats, stream::expected_words(&image, payload), ready).expect("streams");
+            let out = axis.run(&[], &beats, builtin_words::expected_words(job), ready).expect("streams");
             assert!(out.beats.last.last().is_some_and(|&l| l), "{kernel}: TLAST on the job's last word");
-            let got = stream::decode(&image, payload, &out.beats.data).expect("decodes");
-            assert_eq!(got, image.reference(payload).expect("reference"), "{kernel}, payload {i}");
-            assert!(
-                out.cycles >= payload.items(),
-                "{kernel}: {} cycles for {} items",
-                out.cycles,
-                payload.items()
-            );
+            let got = builtin_words::decode(job, &out.beats.data).unwrap_or_else(|e| panic!("{kernel}: {e}"));
+            assert_eq!(got, state.answer(job), "{kernel}, job {i}");
+            assert!(out.cycles >= job.items(), "{kernel}: {} cycles for {} items", out.cycles, job.items());
         }
     }
 }

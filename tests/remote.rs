@@ -169,7 +169,6 @@ fn configure_request(session: u64) -> pb::ConfigureRequest {
         session,
         kind: pb::SlotKind::Cpu as i32,
         kernel: "sobel".into(),
-        image_seed: 3,
         items_per_sec: CAL.items_per_sec,
         clock_hz: CAL.clock_hz,
         items_per_cycle: 1.0,

@@ -1,9 +1,10 @@
 //! `spork serve` end to end over loopback with clients nobody here wrote: the Python `tritonclient`
-//! (HTTP and gRPC) runs inference on every model and the results must equal the software reference;
-//! bad requests (wrong datatype or shape, oversized, malformed JSON, truncated binary data, unknown
-//! model, missing or wrong token, a deadline of 0) must get the right status and a message while a
-//! concurrent valid stream loses nothing (tests/python/oip_e2e.py). Then the server drains, and every
-//! request it took was answered or refused, once.
+//! (HTTP and gRPC) runs inference on every model and the results must equal the golden models'
+//! (`spork_golden`, independent of the C code the server runs); bad requests (wrong datatype or
+//! shape, oversized, malformed JSON, truncated binary data, unknown model, missing or wrong token, a
+//! deadline of 0) must get the right status and a message while a concurrent valid stream loses
+//! nothing (tests/python/oip_e2e.py). Then the server drains, and every request it took was answered
+//! or refused, once.
 //!
 //! The client runs in a virtual environment that `scripts/python-env.sh` makes (pip, from PyPI) if
 //! it is not there yet; `.ci/run` makes it before the tests.
@@ -15,11 +16,13 @@ use std::time::Duration;
 
 use rand::SeedableRng;
 use spork::backend::Board;
-use spork::datapath::work::{KernelImage, Output, Payload, Work};
 use spork::engine::Plan;
 use spork::policy::Scheduler;
 use spork::serve::{Kernelled, Limits, ServeConfig};
-use spork_golden::Kernel;
+
+#[path = "support/golden.rs"]
+#[allow(dead_code)]
+mod golden;
 
 const TOKEN: &str = "e2e-token-0123456789abcdef";
 const MAX_BODY: usize = 1 << 20;
@@ -49,74 +52,36 @@ fn tensor(
     serde_json::json!({ "name": name, "datatype": datatype, "shape": shape, "file": file })
 }
 
-fn le16(v: impl IntoIterator<Item = i16>) -> Vec<u8> {
-    v.into_iter().flat_map(i16::to_le_bytes).collect()
-}
-
-/// One case per model (dense also with its optional part): inputs and the reference's outputs.
+/// One case per model (dense also with its optional part): inputs drawn from `spork_golden::inputs`
+/// and the golden models' answers, an oracle independent of the C code the server runs.
 fn cases(dir: &Path) {
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(7);
+    let state = golden::State::models();
     let mut cases = Vec::new();
-    for kernel in Kernel::ALL {
-        let image = KernelImage::new(kernel, 0);
-        let optional = kernel == Kernel::Dense;
-        let work = Work {
-            mandatory: image.payload(3_000, &mut rng),
-            optional: optional.then(|| image.payload(200, &mut rng)),
-        };
-        let answer = image.answer(&work, true).expect("reference");
-        let k = kernel.name();
+    for model in ["sobel", "bloom", "dense"] {
+        let mandatory = state.job(model, 3_000, &mut rng);
+        let optional = (model == "dense").then(|| state.job(model, 200, &mut rng));
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        let parts = [
-            (&work.mandatory, Some(&answer.mandatory)),
-            (work.optional.as_ref().unwrap_or(&work.mandatory), answer.optional.as_ref()),
-        ];
-        for (i, (payload, out)) in parts.iter().enumerate() {
-            let Some(out) = out else { continue };
-            let (in_name, out_name) = match (kernel, i) {
-                (Kernel::Sobel, 0) => ("image", "magnitudes"),
-                (Kernel::Sobel, _) => ("refinement", "refinement_magnitudes"),
-                (Kernel::Bloom, 0) => ("documents", "scores"),
-                (Kernel::Bloom, _) => ("more_documents", "more_scores"),
-                (Kernel::Dense, 0) => ("vectors", "activations"),
-                (Kernel::Dense, _) => ("more_vectors", "more_activations"),
+        for (i, job) in std::iter::once(&mandatory).chain(optional.as_ref()).enumerate() {
+            let (in_name, out_name) = match (model, i) {
+                ("sobel", 0) => ("image", "magnitudes"),
+                ("sobel", _) => ("refinement", "refinement_magnitudes"),
+                ("bloom", 0) => ("documents", "scores"),
+                ("bloom", _) => ("more_documents", "more_scores"),
+                ("dense", 0) => ("vectors", "activations"),
+                _ => ("more_vectors", "more_activations"),
             };
-            let f = |s: &str| format!("{k}-{i}-{s}.bin");
-            match (payload, out) {
-                (Payload::Image { pixels, width }, Output::Magnitudes(m)) => {
-                    let h = pixels.len() / width;
-                    inputs.push(tensor(dir, &f("in"), in_name, "UINT8", &[h, *width], pixels.clone()));
-                    outputs.push(tensor(dir, &f("out"), out_name, "UINT8", &[h - 2, width - 2], m.clone()));
-                }
-                (Payload::Documents(d), Output::Scores(s)) => {
-                    let terms: Vec<u8> = d.iter().flatten().flat_map(|t| t.to_le_bytes()).collect();
-                    inputs.push(tensor(dir, &f("in"), in_name, "UINT32", &[d.len(), d[0].len()], terms));
-                    let scores: Vec<u8> = s.iter().flat_map(|v| v.to_le_bytes()).collect();
-                    outputs.push(tensor(dir, &f("out"), out_name, "UINT16", &[s.len()], scores));
-                }
-                (Payload::Vectors(x), Output::Activations(a)) => {
-                    inputs.push(tensor(
-                        dir,
-                        &f("in"),
-                        in_name,
-                        "INT16",
-                        &[x.len(), 64],
-                        le16(x.iter().flatten().copied()),
-                    ));
-                    outputs.push(tensor(
-                        dir,
-                        &f("out"),
-                        out_name,
-                        "INT16",
-                        &[a.len(), 8],
-                        le16(a.iter().flatten().copied()),
-                    ));
-                }
-                _ => unreachable!("a kernel's payload and output agree"),
+            let f = |s: &str| format!("{model}-{i}-{s}.bin");
+            let (input, output) = (job.tensor(), state.output(job));
+            for (list, file, name, t) in
+                [(&mut inputs, f("in"), in_name, input), (&mut outputs, f("out"), out_name, output)]
+            {
+                let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+                list.push(tensor(dir, &file, name, t.dtype.name(), &shape, t.bytes().to_vec()));
             }
         }
-        cases.push(serde_json::json!({ "model": k, "inputs": inputs, "outputs": outputs, "parameters": { "deadline_ms": 200.0 } }));
+        cases.push(serde_json::json!({ "model": model, "inputs": inputs, "outputs": outputs, "parameters": { "deadline_ms": 200.0 } }));
     }
     std::fs::write(dir.join("cases.json"), serde_json::to_vec_pretty(&cases).expect("json"))
         .expect("write cases");

@@ -13,6 +13,7 @@ use spork::model::time::{from_secs, to_secs};
 use spork::policy::{Objective, Scheduler};
 use spork::priority::Priority;
 use spork::serve::{Kernelled, Limits, Running, ServeConfig, StartError};
+use spork_kernel::ffi::DType;
 
 /// The start-up probe each pool answers before the server is ready: counted by the pool, not the
 /// client.
@@ -327,10 +328,15 @@ fn one_request_at_a_time_booked_above_its_size_is_never_refused() {
     .sized_at(spork::policy::estimate::Statistic::Mean);
     let pool =
         spork::live::LivePool::start(cfg, Default::default(), spork::live::Clock::start()).expect("pool");
+    // The model's own spec binds the images (its C code compiled once, in the cache).
+    let sobel = spork::repository::own::load("sobel", false).expect("its C code builds");
     let image = |side: usize| {
-        let pixels = (0..side * side).map(|i| (i * 7 % 251) as u8).collect();
+        let pixels: Vec<u8> = (0..side * side).map(|i| (i * 7 % 251) as u8).collect();
+        let side = side as u64;
+        let t = spork::repository::tensor::TensorBuf::from_bytes(DType::Uint8, &[side, side], &pixels)
+            .expect("a square UINT8 image");
         std::sync::Arc::new(spork::datapath::work::Work {
-            mandatory: spork::datapath::work::Payload::Image { pixels, width: side },
+            mandatory: spork::datapath::work::Payload::Tensors(sobel.payload(vec![t]).expect("fits sobel")),
             optional: None,
         })
     };

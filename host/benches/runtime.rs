@@ -1,8 +1,10 @@
 //! The live runtime's costs: the dispatch decision on its path (engine arrival: place + book) with
 //! 100 workers, the end-to-end overhead of one request through a worker thread on an empty kernel,
-//! the simulated board's measured reconfiguration, and the energy per request through a criterion
-//! `Measurement` backed by a power meter (RAPL if this machine has it, else the profile's model,
-//! labelled so).
+//! the simulated board's measured reconfiguration with each of Spork's own models (a new instance
+//! of its verilated RTL, reset: the library was opened when the model loaded), and the energy per
+//! request through a criterion `Measurement` backed by a power meter (RAPL if this machine has it,
+//! else the profile's model, labelled so). The kernels are Spork's own models (`models/`), as
+//! `spork serve` loads them.
 
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
@@ -21,11 +23,18 @@ use spork::live::worker::{Event, JobMsg, Worker};
 use spork::model::time::from_secs;
 use spork::model::{Platform, Request, Time, WorkerId};
 use spork::policy::Scheduler;
-use spork_golden::Kernel;
+use spork::repository::kernel::RepoKernel;
+use spork::repository::tensor::TensorBuf;
+use spork_kernel::ffi::DType;
 
 #[path = "support/fixed.rs"]
 mod fixed;
 use fixed::Fixed;
+
+/// Spork's own model `name`, its RTL verilated too when `sim` (the simulated board runs it).
+fn own(name: &str, sim: bool) -> Arc<RepoKernel> {
+    spork::repository::own::load(name, sim).expect("Spork's own model builds").into()
+}
 
 fn dispatch_decision(c: &mut Criterion) {
     let platform = Platform::default();
@@ -64,16 +73,18 @@ fn dispatch_decision(c: &mut Criterion) {
 fn request_overhead(c: &mut Criterion) {
     let clock = Clock::start();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
-    let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
+    let sobel = own("sobel", false);
+    let image = Arc::new(KernelImage::repo(sobel.clone()));
     let spec = Platform::default().cpu;
     let backend: Box<dyn spork::backend::Backend> =
         Box::new(CpuWorker::new(spec, Duration::ZERO, Instant::now()));
     let worker = Worker::spawn(WorkerId(0), 1, vec![backend], image, Default::default(), tx, clock);
     // Ready.
     let _ = rx.blocking_recv();
-    // The smallest image: the kernel does next to nothing, so this is the runtime's own overhead.
-    let payload =
-        Arc::new(Work { mandatory: Payload::Image { pixels: vec![0; 9], width: 3 }, optional: None });
+    // The smallest image (3x3): the kernel does next to nothing, so this is the runtime's own overhead.
+    let pixels = TensorBuf::from_bytes(DType::Uint8, &[3, 3], &[0; 9]).expect("a 3x3 image");
+    let tensors = sobel.payload(vec![pixels]).expect("fits sobel's spec");
+    let payload = Arc::new(Work { mandatory: Payload::Tensors(tensors), optional: None });
     let mut id = 0;
     c.bench_function("runtime/request_round_trip_empty_kernel", |b| {
         b.iter(|| {
@@ -101,13 +112,16 @@ fn request_overhead(c: &mut Criterion) {
     worker.join();
 }
 
+/// A simulated board slot's configuration with a repository model: a new instance of the RTL the
+/// model verilated (and opened) when it loaded, reset. (The built-in kernels' slot opened their
+/// library on each configuration: the group was `runtime/board_reconfiguration`.)
 fn reconfiguration(c: &mut Criterion) {
-    let mut g = c.benchmark_group("runtime/board_reconfiguration");
+    let mut g = c.benchmark_group("runtime/board_new_instance_and_reset");
     g.sample_size(30);
     let spec = Platform::default().fpga;
-    for kernel in Kernel::ALL {
-        let image = KernelImage::new(kernel, 1);
-        g.bench_function(BenchmarkId::from_parameter(kernel), |b| {
+    for name in ["sobel", "bloom", "dense"] {
+        let image = KernelImage::repo(own(name, true));
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 let mut slot = SimBoardSlot::new(250e6, Duration::ZERO, spec, false);
                 black_box(slot.configure(&image).expect("configure"));
@@ -182,14 +196,14 @@ fn energy_meter() -> Box<dyn PowerMeter> {
 }
 
 fn energy_per_request(c: &mut Criterion<Energy>) {
-    let image = KernelImage::new(Kernel::Sobel, 1);
+    let sobel = own("sobel", false);
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
-    let items = (0.001 * image.calibrate(200_000)) as u64;
-    let payload = image.payload(items, &mut rng);
+    let items = (0.001 * KernelImage::repo(sobel.clone()).calibrate(200_000)) as u64;
+    let payload = sobel.random(items, &mut rng);
     eprintln!("energy meter: {}", c_meter_name());
     let mut g = c.benchmark_group("runtime/energy_per_request");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("cpu_sobel_1ms", |b| b.iter(|| black_box(image.reference(&payload).expect("ok"))));
+    g.bench_function("cpu_sobel_1ms", |b| b.iter(|| black_box(sobel.reference(&payload).expect("ok"))));
 }
 
 fn c_meter_name() -> String {

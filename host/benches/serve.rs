@@ -13,10 +13,12 @@ use spork::engine::Plan;
 use spork::load::Protocol;
 use spork::load::body::tensors;
 use spork::policy::Scheduler;
+use spork::repository::tensor::TensorBuf;
 use spork::serve::budget::Reservation;
 use spork::serve::server::{InferRequest, Server};
 use spork::serve::tensor::Tensor;
 use spork::serve::{Kernelled, Limits, ServeConfig};
+use spork_kernel::ffi::DType;
 
 fn request(server: &Server) -> InferRequest {
     let data: Vec<u8> = (0..64i16).flat_map(i16::to_le_bytes).collect();
@@ -68,7 +70,11 @@ fn bench(c: &mut Criterion) {
     let running = spork::serve::start(cfg).expect("server");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let server = Arc::clone(&running.server);
-    let payload = Payload::Vectors(vec![(0..64).collect()]);
+    // The same vector of 64 as `request`, as Spork's own dense model's input on the wire.
+    let dense = spork::repository::own::load("dense", false).expect("its C code builds");
+    let data: Vec<u8> = (0..64i16).flat_map(i16::to_le_bytes).collect();
+    let vectors = TensorBuf::from_bytes(DType::Int16, &[1, 64], &data).expect("one vector of 64");
+    let payload = Payload::Tensors(dense.payload(vec![vectors]).expect("fits dense's spec"));
     let wire = tensors(&payload);
     let http =
         rt.block_on(spork::load::client_for(Protocol::Http, running.http, "dense")).expect("http client");

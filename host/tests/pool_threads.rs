@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
 use spork::backend::{Board, Calibration};
-use spork::datapath::work::KernelImage;
+use spork::datapath::work::{KernelImage, Payload, Work};
 use spork::engine::{Oracle, Plan};
 use spork::live::{Clock, LivePool, PoolConfig};
 use spork::model::Platform;
 use spork::policy::batching::Batching;
 use spork::policy::{Objective, Scheduler};
-use spork_golden::Kernel;
+use spork::repository::kernel::RepoKernel;
 
 /// The names of this process's threads.
 fn threads() -> Vec<String> {
@@ -46,13 +46,16 @@ fn alarms_while_serving(plan: Plan) -> (usize, bool) {
 /// The threads while a pool running `plan` serves one request, its dispatcher a task on `home` if
 /// given; whether every thread of the pool was gone after it ended.
 fn while_serving(plan: Plan, home: Option<&tokio::runtime::Handle>) -> (Vec<String>, bool) {
-    let image = Arc::new(KernelImage::new(Kernel::Sobel, 1));
+    // Spork's own sobel model (its C code: the emulated board runs no RTL).
+    let sobel: Arc<RepoKernel> =
+        spork::repository::own::load("sobel", false).expect("its C code builds").into();
+    let image = Arc::new(KernelImage::repo(sobel.clone()));
     let c = Calibration { items_per_sec: image.calibrate(10_000), clock_hz: 250e6, items_per_cycle: 1.0 };
     let platform = c.apply(Platform::default(), false);
     let cfg = PoolConfig { board: Board::Model(None), ..PoolConfig::new(platform, plan, image.clone(), c) };
     let pool = LivePool::start_in(cfg, Oracle::default(), Clock::start(), home).expect("a pool");
     let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(3);
-    let work = Arc::new(image.work(4096, 0, &mut rng));
+    let work = Arc::new(Work { mandatory: Payload::Tensors(sobel.random(4096, &mut rng)), optional: None });
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     rt.block_on(pool.submit(work, None, None)).expect("the request is answered");
     let serving = threads();

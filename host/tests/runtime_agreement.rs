@@ -9,8 +9,10 @@
 //! threads on a shared 2-core machine: the share of requests on FPGAs within 10 percentage points,
 //! FPGA spin-ups within 1, the miss share and the rejected share within 5 points (a CPU thread
 //! descheduled for one 10 ms deadline misses it live; the prediction's CPUs are never descheduled).
+//! The kernel is Spork's own sobel model (`models/sobel`), its C code the CPU reference, as `spork
+//! serve` loads it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use spork::backend::{Board, Calibration};
@@ -22,7 +24,18 @@ use spork::policy::batching::Batching;
 use spork::policy::{Caps, Scheduler};
 use spork::run::run;
 use spork::run::{RunConfig, RunReport};
-use spork_golden::Kernel;
+
+/// Spork's own sobel model, as `spork serve` loads it: its C code (the emulated board runs no
+/// RTL). Loaded once; every run and calibration here shares it.
+fn sobel() -> Arc<KernelImage> {
+    static IMAGE: OnceLock<Arc<KernelImage>> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let kernel = spork::repository::own::load("sobel", false).expect("its C code builds");
+            Arc::new(KernelImage::repo(kernel.into()))
+        })
+        .clone()
+}
 
 /// One live run at a time: two at once on two cores would make each other's CPU threads miss.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -36,7 +49,7 @@ fn live(
     seconds: f64,
 ) -> RunReport {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let image = Arc::new(KernelImage::new(Kernel::Sobel, 9));
+    let image = sobel();
     let mut cfg = RunConfig::new(platform, plan, image, c, requests.to_vec(), from_secs(seconds));
     cfg.pool.kernel_timeout = Duration::from_secs(30);
     cfg.pool.grace = Duration::from_secs(1);
@@ -79,12 +92,14 @@ fn agree(name: &str, r: &RunReport, offered: usize) {
 fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
     let mut platform = Platform::default();
     platform.fpga.spin_up = from_secs(0.5);
-    // The emulated board below is about half as fast as a CPU (see there), which puts the paper's
-    // power figures right at Algorithm 1's breakeven for this load: a run's measured CPU speed then
-    // decides whether SporkE takes boards at all, live or predicted (it flipped both ways). CPUs at
-    // 4x the paper's busy power make boards pay clearly (breakeven about a third of the load).
+    // The emulated board below is slower than a CPU (see there): at half a CPU's speed (the Rust
+    // reference this was first tuned on) the paper's power figures put this load right at Algorithm
+    // 1's breakeven, so a run's measured CPU speed decided whether SporkE takes boards at all, live
+    // or predicted (it flipped both ways). CPUs at 4x the paper's busy power make boards pay clearly
+    // (breakeven about a third of the load then; sobel's C code is 3-4x the board's speed on a 2-core
+    // VM, and the check below holds that the scenario still uses FPGAs).
     platform.cpu.busy_power_w = 600.0;
-    let image = KernelImage::new(Kernel::Sobel, 9);
+    let image = sobel();
     // The emulated board at 100 MHz: it keeps its own timeline in wall time (the reference it runs
     // is faster than the board), so the live decisions are the policy's alone.
     let c = Calibration { items_per_sec: image.calibrate(100_000), clock_hz: 100e6, items_per_cycle: 1.0 };
@@ -107,7 +122,7 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
 /// One emulated board of `cus` compute units under FPGA-dynamic (cap 1) at 1.5x one CU's capacity
 /// (described below); the live run with its prediction, and the requests offered.
 fn one_board_at_one_and_a_half_cus(cus: u32) -> (RunReport, usize) {
-    let image = KernelImage::new(Kernel::Sobel, 9);
+    let image = sobel();
     let items_per_sec = image.calibrate(100_000);
     let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
     let mut platform = c.apply(Platform::default(), false);
@@ -123,7 +138,7 @@ fn one_board_at_one_and_a_half_cus(cus: u32) -> (RunReport, usize) {
 
 #[test]
 fn an_overloaded_board_rejects_as_predicted() {
-    // One emulated board at 9 MHz, about 30x slower than the CPU reference (the emulation keeps the
+    // One emulated board at 9 MHz, 30-40x slower than the CPU reference (the emulation keeps the
     // board's timeline exactly; the Verilated board's own lag is the hardening tests' subject); deadlines of 100x the CPU size leave room for queueing. 0.1 ms
     // requests at the rate that loads the one board 1.5x on average (from this machine's measured
     // speed): the queue, and the misses, are the policy's.
@@ -140,7 +155,7 @@ fn an_overloaded_board_rejects_as_predicted() {
 /// The emulated board at 250 MHz, whose link costs `INVOCATION` per job, and a 3 s trace of 0.1 ms
 /// requests at 1.5 times what one board serves one job at a time.
 fn board_behind_its_link() -> (Platform, Calibration, Vec<Request>) {
-    let image = KernelImage::new(Kernel::Sobel, 9);
+    let image = sobel();
     let items_per_sec = image.calibrate(100_000);
     let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
     let mut platform = c.apply(Platform::default(), false);
@@ -239,7 +254,7 @@ fn boards_of_four_compute_units_agree_with_their_prediction() {
     platform.fpga.spin_up = from_secs(0.5);
     platform.cpu.busy_power_w = 600.0;
     platform.fpga.compute_units = 4;
-    let items_per_sec = KernelImage::new(Kernel::Sobel, 9).calibrate(100_000);
+    let items_per_sec = sobel().calibrate(100_000);
     let c = Calibration { items_per_sec, clock_hz: 100e6, items_per_cycle: 1.0 };
     let platform = c.apply(platform, true);
     let seconds = 8.0;

@@ -1,8 +1,8 @@
 //! The live runtime under faults and a stop: no request is lost or answered twice, and every fault
 //! is counted.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use spork::backend::Calibration;
@@ -13,14 +13,25 @@ use spork::model::time::from_secs;
 use spork::model::{PerKind, Platform};
 use spork::policy::{Caps, Scheduler};
 use spork::run::{RunConfig, RunReport, run, run_on};
-use spork_golden::Kernel;
+
+/// Spork's own sobel model with its RTL verilated (the runs' boards are the simulated board, the
+/// default), loaded once for every run here.
+fn sobel() -> Arc<KernelImage> {
+    static IMAGE: OnceLock<Arc<KernelImage>> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let kernel = spork::repository::own::load("sobel", true).expect("its C code and RTL build");
+            Arc::new(KernelImage::repo(kernel.into()))
+        })
+        .clone()
+}
 
 fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
     let mut platform = Platform::default();
     // Short reconfigurations keep these tests quick: 200 ms, also the scheduling interval.
     platform.fpga.spin_up = from_secs(0.2);
     platform.fpga.speedup = 1.0;
-    let image = Arc::new(KernelImage::new(Kernel::Sobel, 5));
+    let image = sobel();
     let items_per_sec = 1e8;
     let requests =
         spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 0.0, 3).expect("trace");

@@ -60,7 +60,7 @@ pub struct Args {
     /// The CPU speed that sizes each request (items per second: a request of `--size` carries that
     /// many seconds' worth) [default: the server's own, the speed its model's CPU code measured
     /// when it loaded (`spork serve` states it in the model's metadata), so that `--size 1ms` is 1 ms
-    /// of service there; from a server that states none (Triton), the built-in reference's speed
+    /// of service there; from a server that states none (Triton), the model's C code's speed
     /// measured here, which moved by up to a third between runs on a shared VM]. Pin it (from an
     /// earlier run's `items_per_sec`) to send the same requests to every server and every step.
     #[arg(long, value_name = "N")]

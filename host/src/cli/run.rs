@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bail!("--kernel-timeout must be above 0 (e.g. 10s)");
     }
     let (board, image) = repository_model(&args)?;
-    let declared = image.kernel.repo().is_some_and(|k| k.spec.batching.is_some());
+    let declared = image.kernel.spec.batching.is_some();
     if args.pool.max_batch_size.is_some() && !declared {
         bail!(
             "--max-batch-size: model '{}' declares no [batching] dimension to stack its tensors along\n  \
@@ -142,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let calibration = Calibration::measure(args.board.target(), &image, args.clock_mhz, 200_000)?;
     let spin_up_given = args.platform.fpga_spinup.is_some() || args.platform.config.is_some();
     let platform = calibration.apply(args.platform.platform()?, spin_up_given);
-    let platform = calibration.with_manifest(platform, args.board.target(), &image);
+    let platform = calibration.with_manifest(platform, &image);
     board.check_compute_units(platform.fpga.compute_units).map_err(anyhow::Error::msg)?;
     platform.validate().context("the measured platform is not valid")?;
     let (reqs, horizon) = args.workload.requests()?;
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = |s| Plan { seed: args.workload.seed, dispatch_engine: args.dispatch_engine, ..Plan::new(s) };
     let plans = args.pool.plans(&schedulers, has_optional, board.fpga_limit(), base)?;
     // A repository model's own [batching] applies unless the flags state one (and not under brownout).
-    let declared = match image.kernel.repo().and_then(|k| k.spec.dynamic_batching()) {
+    let declared = match image.kernel.spec.dynamic_batching() {
         Some(b) => Some(
             Batching::new(
                 b.max_batch_size,
@@ -256,7 +256,7 @@ fn record_load(args: &Args, image: &KernelImage, runs: &[RunReport]) -> anyhow::
              fix: give --model-repository models (the source tree's), or your repository"
         );
     }
-    let timing = image.kernel.repo().and_then(|k| k.spec.timing.clone());
+    let timing = image.kernel.spec.timing.clone();
     let Some(TimingSpec::Manifest(path)) = timing else {
         bail!(
             "--record-load: model '{}' names no [fpga.model] manifest to record into\n  \

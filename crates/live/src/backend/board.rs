@@ -1,28 +1,22 @@
-//! A processing-element slot of the simulated board: a Verilated kernel model. Configuring it loads
-//! the model's shared library (measured), instantiates it and writes the kernel's on-chip state,
-//! after the board profile's configured reconfiguration delay. Device time is cycles / clock.
+//! A processing-element slot of the simulated board: a model's Verilated RTL on the generic
+//! AXI4-Stream driver. Configuring it instantiates and resets the RTL (verilated when the model
+//! loaded; measured), after the board profile's configured reconfiguration delay. Device time is
+//! cycles / clock.
 
 use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use spork_golden::Kernel;
 use spork_sim::Model;
 use spork_sim::axis::Axis;
-use spork_sim::cores::{Bloom, Dense, Sobel};
 
 use super::{Backend, BackendError, Configured, Executed, Power};
-use crate::datapath::work::{KernelImage, KernelRef, Output, Payload};
+use crate::datapath::work::{KernelImage, Output, Payload};
 use crate::repository::kernel::RepoKernel;
 use spork_core::model::{Kind, WorkerSpec};
 
-enum Loaded {
-    Sobel(Sobel),
-    Bloom(Bloom),
-    Dense(Dense),
-    /// A repository model's RTL on the generic AXI4-Stream driver.
-    Repo(Axis, Arc<RepoKernel>),
-}
+/// A model's RTL instance on the generic AXI4-Stream driver.
+struct Loaded(Axis, Arc<RepoKernel>);
 
 /// One slot of the simulated board.
 pub struct SimBoardSlot {
@@ -44,45 +38,17 @@ impl SimBoardSlot {
         SimBoardSlot { clock_hz, delay, spec, fail, loaded: None, model: None, busy: false }
     }
 
-    fn load(&mut self, image: &KernelImage) -> Result<(), BackendError> {
-        let err = |e: spork_sim::SimError| BackendError::Configure {
-            what: image.kernel.to_string(),
-            reason: e.to_string(),
-        };
-        // Unload what was there: reconfiguration replaces the image.
+    /// The model's RTL: verilated when the model was loaded, instantiated and reset here (what was
+    /// there first unloaded: reconfiguration replaces the image).
+    fn load(&mut self, kernel: &Arc<RepoKernel>) -> Result<(), BackendError> {
         self.loaded = None;
         self.model = None;
-        let kernel = match &image.kernel {
-            KernelRef::Builtin(k) => *k,
-            KernelRef::Repo(r) => return self.load_repo(r),
-        };
-        let model = Model::load(kernel.name()).map_err(err)?;
-        let loaded = match kernel {
-            Kernel::Sobel => Loaded::Sobel(Sobel::new(&model).map_err(err)?),
-            Kernel::Bloom => {
-                let mut k = Bloom::new(&model).map_err(err)?;
-                k.load_profile(&image.profile);
-                Loaded::Bloom(k)
-            }
-            Kernel::Dense => {
-                let mut k = Dense::new(&model).map_err(err)?;
-                k.load(&image.layer);
-                Loaded::Dense(k)
-            }
-        };
-        self.model = Some(model);
-        self.loaded = Some(loaded);
-        Ok(())
-    }
-
-    /// A repository model's RTL: verilated when the model was loaded, instantiated and reset here.
-    fn load_repo(&mut self, kernel: &Arc<RepoKernel>) -> Result<(), BackendError> {
         let configure = |reason: String| BackendError::Configure { what: kernel.name().into(), reason };
         let rtl =
             kernel.rtl.as_ref().ok_or_else(|| configure("the model was loaded without its RTL".into()))?;
         let axis = rtl.instance().map_err(|e| configure(e.to_string()))?;
         self.model = Some(rtl.model.clone());
-        self.loaded = Some(Loaded::Repo(axis, kernel.clone()));
+        self.loaded = Some(Loaded(axis, kernel.clone()));
         Ok(())
     }
 }
@@ -105,9 +71,9 @@ impl Backend for SimBoardSlot {
         let start = Instant::now();
         if self.fail {
             let reason = "injected fault: the board rejected the image".to_string();
-            return Err(BackendError::Configure { what: image.kernel.to_string(), reason });
+            return Err(BackendError::Configure { what: image.kernel.name().to_string(), reason });
         }
-        self.load(image)?;
+        self.load(&image.kernel)?;
         Ok(Configured { measured: start.elapsed(), configured_delay: self.delay, invocation: None })
     }
 
@@ -115,16 +81,7 @@ impl Backend for SimBoardSlot {
         let kernel_err = |e: spork_sim::SimError| BackendError::Kernel(e.to_string());
         self.busy = true;
         let result = match (self.loaded.as_mut(), payload) {
-            (Some(Loaded::Sobel(k)), Payload::Image { pixels, width }) => {
-                k.run(pixels, *width).map(|r| (Output::Magnitudes(r.output), r.cycles)).map_err(kernel_err)
-            }
-            (Some(Loaded::Bloom(k)), Payload::Documents(d)) => {
-                k.score(d).map(|r| (Output::Scores(r.output), r.cycles)).map_err(kernel_err)
-            }
-            (Some(Loaded::Dense(k)), Payload::Vectors(x)) => {
-                k.forward(x).map(|r| (Output::Activations(r.output), r.cycles)).map_err(kernel_err)
-            }
-            (Some(Loaded::Repo(axis, kernel)), Payload::Tensors(t)) => {
+            (Some(Loaded(axis, kernel)), Payload::Tensors(t)) => {
                 let t = kernel.bound(t).map_err(BackendError::Kernel)?;
                 let mut outputs = kernel.outputs(&t);
                 let rtl = kernel.rtl.as_ref().ok_or(BackendError::NotConfigured)?;
@@ -138,7 +95,6 @@ impl Backend for SimBoardSlot {
                 ran.map(|c| (Output::Tensors(outputs), c)).map_err(kernel_err)
             }
             (None, _) => Err(BackendError::NotConfigured),
-            _ => Err(BackendError::Kernel("the payload is for another kernel than the one loaded".into())),
         };
         self.busy = false;
         let (output, cycles) = result?;

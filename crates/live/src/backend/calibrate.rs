@@ -1,8 +1,8 @@
 //! The FPGA speedup of a live run, measured rather than assumed: the board's throughput (clock times
 //! items per cycle, from its manifest) over the CPU reference's, timed on this machine.
 
-use crate::backend::bitstream::{Manifest, ManifestLink, Target, manifest_path};
-use crate::datapath::work::{KernelImage, KernelRef};
+use crate::backend::bitstream::{Manifest, ManifestLink, Target};
+use crate::datapath::work::KernelImage;
 use crate::repository::spec::TimingSpec;
 use spork_core::input::InputError;
 use spork_core::model::Platform;
@@ -17,8 +17,8 @@ pub const LIVE_FPGA_SPIN_UP_S: f64 = 1.0;
 pub enum CalibrationError {
     /// No usable manifest for the kernel on this board, and no clock given.
     #[error(
-        "the {kernel} kernel's manifest for the {target} board: {source}\n  fix: `spork hdl synth` writes the sim \
-         manifests, scripts/build-xclbin.sh the alveo ones; or give --clock-mhz"
+        "model {kernel}'s [fpga.model] manifest, for the {target} board: {source}\n  fix: `spork kernel synth DIR` \
+         writes it; or give --clock-mhz"
     )]
     Manifest {
         /// The kernel.
@@ -44,21 +44,20 @@ pub struct Calibration {
     pub items_per_cycle: f64,
 }
 
-/// The manifest that describes `image`'s kernel on `target`: a built-in kernel's in `bitstreams/`, a
-/// repository model's when its model.toml names one (`None`: it gives its timing itself, or none).
-fn manifest_of(target: Target, image: &KernelImage) -> Option<std::path::PathBuf> {
-    match &image.kernel {
-        KernelRef::Builtin(k) => Some(manifest_path(target, k.name())),
-        KernelRef::Repo(r) => match &r.spec.timing {
-            Some(TimingSpec::Manifest(p)) => Some(p.clone()),
-            _ => None,
-        },
+/// The manifest that describes `image`'s model, when its model.toml names one (`None`: it gives
+/// its timing itself, or none). One manifest serves every board type: its clock and items per
+/// cycle are the RTL's.
+fn manifest_of(image: &KernelImage) -> Option<std::path::PathBuf> {
+    match &image.kernel.spec.timing {
+        Some(TimingSpec::Manifest(p)) => Some(p.clone()),
+        _ => None,
     }
 }
 
 impl Calibration {
-    /// The board's clock and items per cycle from `target`'s manifest of `kernel` (`clock_mhz`
-    /// overrides the clock; a real board without a manifest then streams one item per cycle), and
+    /// The board's clock and items per cycle from the model's manifest or its stated timing
+    /// (`clock_mhz` overrides the clock; on a real board (`target`), an unreadable manifest with a
+    /// clock given streams one item per cycle), and
     /// the CPU reference timed on `items` items of `image`.
     pub fn measure(
         target: Target,
@@ -66,11 +65,9 @@ impl Calibration {
         clock_mhz: Option<f64>,
         items: u64,
     ) -> Result<Calibration, CalibrationError> {
-        let path = match (manifest_of(target, image), &image.kernel) {
+        let path = match (manifest_of(image), &image.kernel.spec.timing) {
             (Some(path), _) => path,
-            (None, KernelRef::Repo(r))
-                if let Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. }) = &r.spec.timing =>
-            {
+            (None, Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. })) => {
                 let mhz = clock_mhz.unwrap_or(*c);
                 return Calibration::checked(image, mhz, *items_per_cycle, items);
             }
@@ -105,12 +102,12 @@ impl Calibration {
         Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
     }
 
-    /// `platform` with what `target`'s manifest of `image`'s kernel says of its board: its compute
+    /// `platform` with what `image`'s model's manifest says of its board: its compute
     /// units when the profile left the default one, and its host link when the profile states
     /// none (a manifest without one: the published XRT/Alveo figures). The link moves the bytes
     /// this kernel's requests measure per CPU-second here, whatever the profile said.
-    pub fn with_manifest(&self, mut platform: Platform, target: Target, image: &KernelImage) -> Platform {
-        let manifest = manifest_of(target, image).and_then(|p| Manifest::load(&p).ok());
+    pub fn with_manifest(&self, mut platform: Platform, image: &KernelImage) -> Platform {
+        let manifest = manifest_of(image).and_then(|p| Manifest::load(&p).ok());
         if platform.fpga.compute_units == 1
             && let Some(m) = &manifest
         {

@@ -69,7 +69,7 @@ impl Backend for ModelBoardSlot {
         let start = Instant::now();
         if self.fail {
             let reason = "injected fault: the board rejected the image".to_string();
-            return Err(BackendError::Configure { what: image.kernel.to_string(), reason });
+            return Err(BackendError::Configure { what: image.kernel.name().to_string(), reason });
         }
         self.image = Some(image.clone());
         Ok(Configured { measured: start.elapsed(), configured_delay: self.delay, invocation: None })

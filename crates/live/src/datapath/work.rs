@@ -1,14 +1,12 @@
-//! Real request data: what a request of a given size carries for each kernel, the kernel's fixed
-//! on-chip state (the "bitstream" contents every worker is configured with), and the reference
-//! result both worker types are held to.
+//! Real request data: what a request of a given size carries (a model's input tensors), the model
+//! every worker is configured with, and the reference result (its CPU code's) both worker types are
+//! held to. Spork's own kernels are models of its repository like any user's: the data path knows
+//! no kernel by name.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
-use spork_golden::bloom::Profile;
-use spork_golden::dense::{Layer, NEURONS};
-use spork_golden::{Kernel, ShapeError, inputs, sobel};
 
 use crate::repository::kernel::{RepoKernel, TensorPayload};
 use crate::repository::tensor::TensorBuf;
@@ -16,55 +14,27 @@ use crate::repository::tensor::TensorBuf;
 /// Inputs of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Payload {
-    /// A grayscale image, `width` pixels wide.
-    Image {
-        /// Raster-order pixels.
-        pixels: Vec<u8>,
-        /// Row length.
-        width: usize,
-    },
-    /// Documents of term hashes, each scored against the profile.
-    Documents(Vec<Vec<u32>>),
-    /// Input vectors for the dense layer.
-    Vectors(Vec<Vec<i16>>),
-    /// A repository model's input tensors, checked against its spec.
+    /// A model's input tensors, checked against its spec.
     Tensors(TensorPayload),
 }
 
 impl Payload {
     /// Streamed items (one per RTL cycle).
     pub fn items(&self) -> u64 {
-        match self {
-            Payload::Image { pixels, .. } => pixels.len() as u64,
-            Payload::Documents(d) => d.iter().map(|d| d.len() as u64).sum(),
-            Payload::Vectors(v) => v.iter().map(|v| v.len() as u64).sum(),
-            Payload::Tensors(t) => t.items,
-        }
+        let Payload::Tensors(t) = self;
+        t.items
     }
 
     /// Bytes its inputs hold: what a board invocation moves to the card.
     pub fn bytes(&self) -> u64 {
-        match self {
-            Payload::Image { pixels, .. } => pixels.len() as u64,
-            Payload::Documents(d) => d.iter().map(|d| 4 * d.len() as u64).sum(),
-            Payload::Vectors(v) => v.iter().map(|v| 2 * v.len() as u64).sum(),
-            Payload::Tensors(t) => t.inputs.iter().map(|t| t.len() as u64).sum(),
-        }
+        let Payload::Tensors(t) = self;
+        t.inputs.iter().map(|t| t.len() as u64).sum()
     }
 
-    /// The output kind its kernel gives, and how many values: the interior `(w-2) x (h-2)` pixels of a
-    /// `w x h` image (what `sobel::sobel` and the RTL give), one score per document, one row per
-    /// vector. An image the kernel cannot take has no answer at all.
-    pub fn expected(&self) -> Result<(&'static str, usize), ShapeError> {
-        Ok(match self {
-            Payload::Image { pixels, width } => {
-                let height = sobel::check_shape(pixels.len(), *width)?;
-                ("magnitudes", (width - 2) * (height - 2))
-            }
-            Payload::Documents(docs) => ("scores", docs.len()),
-            Payload::Vectors(xs) => ("activations", xs.len()),
-            Payload::Tensors(t) => ("tensors", t.outputs.len()),
-        })
+    /// How many output tensors its model gives.
+    pub fn expected(&self) -> usize {
+        let Payload::Tensors(t) = self;
+        t.outputs.len()
     }
 
     /// The most bytes its answer can take in the worker API's encoding (each value at its widest
@@ -72,37 +42,29 @@ impl Payload {
     /// host may send back for it, refused before it is decoded when larger.
     pub fn answer_wire_max(&self) -> u64 {
         const VARINT: u64 = 10;
-        let values = |n: usize, per: usize| (n * per) as u64 * VARINT;
-        let body = match self {
-            Payload::Image { .. } | Payload::Documents(_) => self.expected().map_or(0, |(_, n)| values(n, 1)),
-            Payload::Vectors(v) => values(v.len(), NEURONS),
-            Payload::Tensors(t) => t
-                .outputs
-                .iter()
-                .map(|(d, shape)| {
-                    let elements = shape.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
-                    elements.saturating_mul(d.size() as u64).saturating_add(32 + VARINT * shape.len() as u64)
-                })
-                .fold(0u64, u64::saturating_add),
-        };
+        let Payload::Tensors(t) = self;
+        let body = t
+            .outputs
+            .iter()
+            .map(|(d, shape)| {
+                let elements = shape.iter().try_fold(1u64, |a, &b| a.checked_mul(b)).unwrap_or(u64::MAX);
+                elements.saturating_mul(d.size() as u64).saturating_add(32 + VARINT * shape.len() as u64)
+            })
+            .fold(0u64, u64::saturating_add);
         body.saturating_add(4096)
     }
 
-    /// Whether `out` can be this payload's answer: its kind and length as [`Payload::expected`] says.
-    /// The one rule every worker's answer is held to before a client sees it (a remote host's
-    /// answer is not trusted to agree with its job).
+    /// Whether `out` can be this payload's answer: as many tensors as [`Payload::expected`] says,
+    /// each of the type and shape the model's spec gives for these inputs. The one rule every
+    /// worker's answer is held to before a client sees it (a remote host's answer is not trusted to
+    /// agree with its job).
     pub fn expects(&self, out: &Output) -> Result<(), OutputMismatch> {
-        let (kind, want) = self.expected().map_err(OutputMismatch::Input)?;
-        let got = out.len();
-        if out.name() != kind {
-            return Err(OutputMismatch::Kind { want: kind, got: out.name() });
-        }
+        let (Payload::Tensors(p), Output::Tensors(ts)) = (self, out);
+        let (want, got) = (self.expected(), out.len());
         if got != want {
-            return Err(OutputMismatch::Length { kind, want, got });
+            return Err(OutputMismatch::Length { kind: "tensors", want, got });
         }
-        if let (Payload::Tensors(p), Output::Tensors(ts)) = (self, out)
-            && let Some((w, t)) = p.outputs.iter().zip(ts).find(|(w, t)| **w != (t.dtype, t.shape.clone()))
-        {
+        if let Some((w, t)) = p.outputs.iter().zip(ts).find(|(w, t)| **w != (t.dtype, t.shape.clone())) {
             return Err(OutputMismatch::Shape {
                 want: format!("{} {:?}", w.0.name(), w.1),
                 got: format!("{} {:?}", t.dtype.name(), t.shape),
@@ -115,15 +77,7 @@ impl Payload {
 /// Why an output cannot be a payload's answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OutputMismatch {
-    /// The output is of another kernel's kind.
-    #[error("an answer of {got} where the job gives {want}")]
-    Kind {
-        /// What the job's kernel gives.
-        want: &'static str,
-        /// What came.
-        got: &'static str,
-    },
-    /// The right kind, the wrong number of values.
+    /// The wrong number of values.
     #[error("{got} {kind} where the job gives {want}")]
     Length {
         /// The output's kind.
@@ -133,7 +87,7 @@ pub enum OutputMismatch {
         /// What came.
         got: usize,
     },
-    /// A repository model's output tensor of another type or shape than its spec gives.
+    /// An output tensor of another type or shape than the model's spec gives.
     #[error("a tensor of {got} where the job gives {want}")]
     Shape {
         /// What the spec gives.
@@ -141,13 +95,10 @@ pub enum OutputMismatch {
         /// What came.
         got: String,
     },
-    /// The payload itself has no answer (a malformed image), so no output fits it.
-    #[error("an answer to a job that has none: {0}")]
-    Input(ShapeError),
 }
 
 /// A request's inputs: its mandatory part, and the optional part brownout may skip (more input for
-/// the same kernel: a refinement image, the long tail of documents, further vectors).
+/// the same model: its `[optional]` tensors, a refinement image or further vectors).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Work {
     /// Always run.
@@ -199,38 +150,18 @@ pub struct Answer {
     pub optional: Option<Output>,
 }
 
-/// A kernel's result.
+/// A model's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Output {
-    /// Sobel magnitudes of the interior pixels.
-    Magnitudes(Vec<u8>),
-    /// Bloom scores, one per document.
-    Scores(Vec<u16>),
-    /// Dense-layer outputs, one row per vector.
-    Activations(Vec<[i16; NEURONS]>),
-    /// A repository model's output tensors, in its spec's order.
+    /// Its output tensors, in its spec's order.
     Tensors(Vec<TensorBuf>),
 }
 
 impl Output {
-    /// Its kind, as [`Payload::expected`] names it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Output::Magnitudes(_) => "magnitudes",
-            Output::Scores(_) => "scores",
-            Output::Activations(_) => "activations",
-            Output::Tensors(_) => "tensors",
-        }
-    }
-
-    /// Its values: magnitudes, scores, or rows of activations.
+    /// Its tensors.
     pub fn len(&self) -> usize {
-        match self {
-            Output::Magnitudes(m) => m.len(),
-            Output::Scores(s) => s.len(),
-            Output::Activations(rows) => rows.len(),
-            Output::Tensors(ts) => ts.len(),
-        }
+        let Output::Tensors(ts) = self;
+        ts.len()
     }
 
     /// Whether it holds no value.
@@ -240,116 +171,36 @@ impl Output {
 
     /// Bytes it holds: what a board invocation moves back to the host.
     pub fn bytes(&self) -> u64 {
-        match self {
-            Output::Magnitudes(m) => m.len() as u64,
-            Output::Scores(s) => 2 * s.len() as u64,
-            Output::Activations(rows) => (2 * NEURONS * rows.len()) as u64,
-            Output::Tensors(ts) => ts.iter().map(|t| t.len() as u64).sum(),
-        }
-    }
-}
-
-/// Which kernel: one of Spork's own, or a repository model's.
-#[derive(Clone, Debug)]
-pub enum KernelRef {
-    /// A built-in kernel (its reference in `spork_golden`, its RTL compiled into `spork_sim`).
-    Builtin(Kernel),
-    /// A repository model: its CPU code behind the C ABI, its RTL verilated at load.
-    Repo(Arc<RepoKernel>),
-}
-
-impl KernelRef {
-    /// Its name: the kernel's, or the model's.
-    pub fn name(&self) -> &str {
-        match self {
-            KernelRef::Builtin(k) => k.name(),
-            KernelRef::Repo(r) => r.name(),
-        }
-    }
-
-    /// The built-in kernel, if it is one.
-    pub fn builtin(&self) -> Option<Kernel> {
-        match self {
-            KernelRef::Builtin(k) => Some(*k),
-            KernelRef::Repo(_) => None,
-        }
-    }
-
-    /// The repository model, if it is one.
-    pub fn repo(&self) -> Option<&Arc<RepoKernel>> {
-        match self {
-            KernelRef::Builtin(_) => None,
-            KernelRef::Repo(r) => Some(r),
-        }
-    }
-}
-
-impl std::fmt::Display for KernelRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        let Output::Tensors(ts) = self;
+        ts.iter().map(|t| t.len() as u64).sum()
     }
 }
 
 /// Why the reference gave no answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RunError {
-    /// A built-in kernel's input of a shape it cannot take.
-    #[error(transparent)]
-    Shape(#[from] ShapeError),
-    /// A repository kernel's CPU code failed, with its message; or a payload for another kernel.
+    /// The model's CPU code failed, with its message.
     #[error("{0}")]
     Kernel(String),
 }
 
-/// A kernel with its on-chip state: what a worker is configured with.
+/// A model: what a worker is configured with (its state, a Bloom profile or a layer's weights, is
+/// the model's own, in its C code and RTL).
 #[derive(Clone, Debug)]
 pub struct KernelImage {
-    /// The kernel.
-    pub kernel: KernelRef,
-    /// The seed its state was drawn from: a worker host rebuilds the same image from the two.
-    pub seed: u64,
-    /// Bloom: the subscriber profile.
-    pub profile: Profile,
-    /// Bloom: the terms the profile holds (documents draw some from them).
-    pub interests: Vec<u32>,
-    /// Dense: the layer's weights.
-    pub layer: Layer,
+    /// The model: its CPU code behind the C ABI, its RTL verilated at load.
+    pub kernel: Arc<RepoKernel>,
 }
 
 impl KernelImage {
-    /// The image for `kernel`, its state drawn from `seed`.
-    pub fn new(kernel: Kernel, seed: u64) -> KernelImage {
-        let (profile, interests, layer) = inputs::state(seed);
-        KernelImage { kernel: KernelRef::Builtin(kernel), seed, profile, interests, layer }
-    }
-
-    /// The image of a repository model (it has no on-chip state of Spork's making).
+    /// The image of model `kernel`.
     pub fn repo(kernel: Arc<RepoKernel>) -> KernelImage {
-        KernelImage { kernel: KernelRef::Repo(kernel), ..KernelImage::new(Kernel::Sobel, 0) }
+        KernelImage { kernel }
     }
 
     /// A request's inputs of about `items` items.
     pub fn payload(&self, items: u64, rng: &mut impl Rng) -> Payload {
-        let items = items.max(1) as usize;
-        let kernel = match &self.kernel {
-            KernelRef::Builtin(k) => *k,
-            KernelRef::Repo(r) => return Payload::Tensors(r.random(items as u64, rng)),
-        };
-        match kernel {
-            Kernel::Sobel => {
-                let width = sobel::MAX_WIDTH.min(items.isqrt().max(3));
-                let height = (items / width).max(3);
-                Payload::Image { pixels: inputs::image(rng, width, height), width }
-            }
-            Kernel::Bloom => {
-                let docs = items.div_ceil(64);
-                Payload::Documents((0..docs).map(|_| inputs::document(rng, &self.interests, 64)).collect())
-            }
-            Kernel::Dense => {
-                let n = items.div_ceil(64);
-                Payload::Vectors((0..n).map(|_| inputs::vector(rng, 64)).collect())
-            }
-        }
+        Payload::Tensors(self.kernel.random(items.max(1), rng))
     }
 
     /// The inputs `spec` describes (the same every time).
@@ -385,21 +236,8 @@ impl KernelImage {
 
     /// The software reference: what CPU workers run and what every FPGA result must equal.
     pub fn reference(&self, p: &Payload) -> Result<Output, RunError> {
-        Ok(match p {
-            Payload::Tensors(t) => match &self.kernel {
-                KernelRef::Repo(r) => Output::Tensors(r.reference(t).map_err(RunError::Kernel)?),
-                KernelRef::Builtin(k) => {
-                    return Err(RunError::Kernel(format!(
-                        "the {k} kernel was given a repository model's tensors"
-                    )));
-                }
-            },
-            Payload::Image { pixels, width } => Output::Magnitudes(sobel::sobel(pixels, *width)?),
-            Payload::Documents(docs) => Output::Scores(docs.iter().map(|d| self.profile.score(d)).collect()),
-            Payload::Vectors(xs) => {
-                Output::Activations(xs.iter().map(|x| self.layer.forward(x)).collect::<Result<_, _>>()?)
-            }
-        })
+        let Payload::Tensors(t) = p;
+        Ok(Output::Tensors(self.kernel.reference(t).map_err(RunError::Kernel)?))
     }
 
     /// Bytes a request of about `items` items moves to the board and back, per item (its inputs and
@@ -473,67 +311,47 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    fn own(name: &str) -> KernelImage {
+        KernelImage::repo(Arc::new(crate::repository::own::load(name, false).expect("an own model")))
+    }
+
+    /// Each of Spork's own models: payloads of about the items asked (a square-ish image for sobel,
+    /// whole rows for the others), each answered by the model's CPU code in the shape the job gives.
     #[test]
-    fn payloads_have_about_the_requested_items_and_a_valid_shape() {
+    fn payloads_have_about_the_requested_items_and_answers_the_expected_shape() {
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(1);
-        for kernel in Kernel::ALL {
-            let img = KernelImage::new(kernel, 3);
+        for name in crate::repository::own::names() {
+            let img = own(name);
             for items in [1u64, 50, 4096, 100_000] {
                 let p = img.payload(items, &mut rng);
-                assert!(img.reference(&p).is_ok(), "{kernel} {items}");
+                let out = img.reference(&p).expect("the C code answers");
+                assert_eq!(p.expects(&out), Ok(()), "{name} {items}");
                 let got = p.items();
-                assert!(got >= items.min(9) && got <= items.max(9) + 2 * 256, "{kernel}: {items} -> {got}");
+                assert!(got >= items.min(9) && got <= items.max(9) + 2 * 4096, "{name}: {items} -> {got}");
             }
         }
     }
 
+    /// An answer of another count or another tensor shape than the job gives is refused and named.
     #[test]
-    fn the_reference_always_has_the_expected_shape() {
+    fn a_wrong_count_or_shape_is_refused_and_named() {
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(4);
-        for kernel in Kernel::ALL {
-            let img = KernelImage::new(kernel, 5);
-            for items in [1u64, 9, 50, 4096, 70_000] {
-                let p = img.payload(items, &mut rng);
-                let out = img.reference(&p).unwrap();
-                assert_eq!(p.expects(&out), Ok(()), "{kernel} {items}");
-            }
-        }
-    }
-
-    #[test]
-    fn an_image_gives_its_interior_pixels() {
-        // 5 wide, 4 high: (5-2) x (4-2) magnitudes, as the golden Sobel gives.
-        let p = Payload::Image { pixels: vec![9; 20], width: 5 };
-        assert_eq!(p.expected(), Ok(("magnitudes", 6)));
-        assert_eq!(sobel::sobel(&[9; 20], 5).unwrap().len(), 6);
-        let short = Output::Magnitudes(vec![0; 5]);
-        assert_eq!(p.expects(&short), Err(OutputMismatch::Length { kind: "magnitudes", want: 6, got: 5 }));
-        assert!(p.expects(&Output::Magnitudes(vec![0; 7])).is_err());
-        let malformed = Payload::Image { pixels: vec![0; 10], width: 5 };
-        assert!(matches!(malformed.expects(&Output::Magnitudes(vec![])), Err(OutputMismatch::Input(_))));
-    }
-
-    #[test]
-    fn a_wrong_kind_or_count_is_refused_and_named() {
-        let docs = Payload::Documents(vec![vec![1, 2], vec![3]]);
-        assert_eq!(docs.expects(&Output::Scores(vec![4, 5])), Ok(()));
-        assert_eq!(
-            docs.expects(&Output::Scores(vec![4])),
-            Err(OutputMismatch::Length { kind: "scores", want: 2, got: 1 })
-        );
-        let e = docs.expects(&Output::Magnitudes(vec![0, 0])).unwrap_err();
-        assert_eq!(e, OutputMismatch::Kind { want: "scores", got: "magnitudes" });
-        assert!(e.to_string().contains("magnitudes") && e.to_string().contains("scores"), "{e}");
-        let vectors = Payload::Vectors(vec![vec![1; 4]; 3]);
-        assert_eq!(vectors.expects(&Output::Activations(vec![[0; NEURONS]; 3])), Ok(()));
-        let e = vectors.expects(&Output::Activations(vec![[0; NEURONS]; 4])).unwrap_err();
-        assert!(e.to_string().contains('4') && e.to_string().contains('3'), "{e}");
-        assert!(vectors.expects(&Output::Scores(vec![0; 3])).is_err());
+        let img = own("dense");
+        let p = img.payload(3 * 64, &mut rng);
+        let Output::Tensors(mut ts) = img.reference(&p).expect("runs");
+        let e = p.expects(&Output::Tensors(vec![])).unwrap_err();
+        assert_eq!(e, OutputMismatch::Length { kind: "tensors", want: 1, got: 0 });
+        let t = &ts[0];
+        let short = TensorBuf::from_bytes(t.dtype, &[2, 8], &t.bytes()[..2 * 8 * 2]).expect("two rows");
+        ts[0] = short;
+        let e = p.expects(&Output::Tensors(ts)).unwrap_err();
+        assert!(matches!(e, OutputMismatch::Shape { .. }), "{e}");
+        assert!(e.to_string().contains("[2, 8]") && e.to_string().contains("[3, 8]"), "{e}");
     }
 
     #[test]
     fn calibration_gives_a_positive_rate() {
-        assert!(KernelImage::new(Kernel::Sobel, 1).calibrate(10_000) > 1e5);
+        assert!(own("sobel").calibrate(10_000) > 1e5);
     }
 
     /// The fastest run sets the rate: slower ones (interference) do not pull it down.

@@ -158,7 +158,7 @@ impl PoolReport {
             dispatch_engine: dispatch.map(|(kind, counts)| EngineReport { engine: kind.name(), counts }),
             scheduler: cfg.plan.scheduler.to_string(),
             dispatcher: cfg.plan.dispatcher().name().to_string(),
-            kernel: cfg.image.kernel.to_string(),
+            kernel: cfg.image.kernel.name().to_string(),
             board: match cfg.platform.fpga.compute_units {
                 1 => cfg.board.describe(),
                 n => format!("{} ({n} CUs per board)", cfg.board.describe()),

@@ -1,6 +1,5 @@
-//! A request's inputs as the protocol's tensors (a built-in kernel's one input, `image`,
-//! `documents` or `vectors`; every input of a repository model) as raw little-endian bytes, for the
-//! HTTP binary extension and gRPC raw contents alike.
+//! A request's inputs as the protocol's tensors (every input of its model, by its model.toml's
+//! names) as raw little-endian bytes, for the HTTP binary extension and gRPC raw contents alike.
 
 use crate::datapath::work::Payload;
 
@@ -19,7 +18,7 @@ pub struct WireTensor {
 
 /// `payload` as its model's inputs.
 pub fn tensors(payload: &Payload) -> Vec<WireTensor> {
-    let Payload::Tensors(t) = payload else { return vec![builtin(payload)] };
+    let Payload::Tensors(t) = payload;
     t.inputs
         .iter()
         .zip(t.names.iter())
@@ -30,39 +29,6 @@ pub fn tensors(payload: &Payload) -> Vec<WireTensor> {
             data: bytes::Bytes::copy_from_slice(b.bytes()),
         })
         .collect()
-}
-
-/// A built-in kernel's `payload` as its one input.
-fn builtin(payload: &Payload) -> WireTensor {
-    match payload {
-        Payload::Image { pixels, width } => WireTensor {
-            name: "image".into(),
-            datatype: "UINT8",
-            shape: vec![(pixels.len() / width) as i64, *width as i64],
-            data: pixels.clone().into(),
-        },
-        Payload::Documents(d) => {
-            // Rows of one length: documents are cut to the shortest (the generator makes them equal).
-            let t = d.iter().map(Vec::len).min().unwrap_or(0);
-            WireTensor {
-                name: "documents".into(),
-                datatype: "UINT32",
-                shape: vec![d.len() as i64, t as i64],
-                data: d
-                    .iter()
-                    .flat_map(|doc| doc[..t].iter().flat_map(|v| v.to_le_bytes()))
-                    .collect::<Vec<u8>>()
-                    .into(),
-            }
-        }
-        Payload::Vectors(x) => WireTensor {
-            name: "vectors".into(),
-            datatype: "INT16",
-            shape: vec![x.len() as i64, x.first().map_or(0, Vec::len) as i64],
-            data: x.iter().flatten().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>().into(),
-        },
-        Payload::Tensors(_) => unreachable!("tensors() takes a repository model's inputs"),
-    }
 }
 
 /// The HTTP body: the JSON header, then the tensor's bytes (the binary tensor data extension);

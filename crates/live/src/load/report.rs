@@ -204,7 +204,7 @@ fn histogram() -> Histogram<u64> {
 pub enum SizedBy {
     /// The server's own: its model's stated CPU speed, so a request's size is its service time there.
     Server,
-    /// The built-in reference's speed measured on the load generator's machine (the server stated none).
+    /// The model's C code's speed measured on the load generator's machine (the server stated none).
     LoadGenerator,
     /// The caller's (`--items-per-sec`).
     Given,

@@ -140,7 +140,7 @@ impl Kernelled {
             None => Platform::default(),
         };
         let platform = calibration.apply(base, platform.is_some());
-        let platform = calibration.with_manifest(platform, target, &image);
+        let platform = calibration.with_manifest(platform, &image);
         platform.validate().map_err(|e| SetupError::Platform(e.to_string()))?;
         Ok(Kernelled { model: Model(kernel), image, calibration, platform, board: None, batching })
     }

@@ -134,7 +134,7 @@ fn payload(k: &RepoKernel, given: &[&Tensor], dims: &[u64]) -> Result<Payload, S
 /// of `answer` (left without tensors), not copied.
 pub fn encode(k: &RepoKernel, answer: &mut Answer) -> Vec<Tensor> {
     let named = |out: &mut Output, names: Vec<&str>| -> Vec<Tensor> {
-        let Output::Tensors(ts) = out else { return Vec::new() };
+        let Output::Tensors(ts) = out;
         std::mem::take(ts)
             .into_iter()
             .zip(names)

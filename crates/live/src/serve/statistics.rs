@@ -240,7 +240,7 @@ mod tests {
 
     fn served(kind: Kind, batch: u32, service: Time, missed: bool) -> Served {
         Served {
-            answer: Answer { mandatory: Output::Scores(Vec::new()), optional: None },
+            answer: Answer { mandatory: Output::Tensors(Vec::new()), optional: None },
             kind,
             worker: 0,
             queue: 1_000,

@@ -2,8 +2,6 @@
 //! a payload goes out as bytes and integer lists, an output comes back the same way; a malformed
 //! message is an error naming the field, never a panic.
 
-use spork_golden::dense::NEURONS;
-
 use crate::datapath::work::{Output, Payload};
 use crate::repository::kernel::TensorPayload;
 use crate::repository::tensor::TensorBuf;
@@ -21,8 +19,10 @@ pub mod pb {
 /// Describe (and on health checks). 0 is a peer older than the versioned API; 2 is the first
 /// versioned one (jobs carry their session, leases are random tokens bound to it); 3 names a
 /// repository model by its folder's digest and no longer lets a host's `reference` claim spare its
-/// board answers from checking. Bump it with any change to what a message means.
-pub const API_VERSION: u32 = 3;
+/// board answers from checking; 4 carries tensors only (the built-in kernels' payloads, outputs
+/// and image seed are retired, their field numbers reserved). Bump it with any change to what a
+/// message means.
+pub const API_VERSION: u32 = 4;
 
 /// This build's spork version, named beside the API version so a refusal says what to install.
 pub const SPORK_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -90,22 +90,8 @@ fn tensors_from_wire(t: pb::Tensors) -> Result<Vec<TensorBuf>, WireError> {
 impl From<&Payload> for pb::Payload {
     fn from(p: &Payload) -> pb::Payload {
         use pb::payload::Kind;
-        let kind = match p {
-            Payload::Tensors(t) => Kind::Tensors(tensors_to_wire(&t.inputs)),
-            Payload::Image { pixels, width } => {
-                Kind::Image(pb::Image { pixels: pixels.clone(), width: *width as u32 })
-            }
-            Payload::Documents(docs) => Kind::Documents(pb::Documents {
-                docs: docs.iter().map(|d| pb::Terms { terms: d.clone() }).collect(),
-            }),
-            Payload::Vectors(vs) => Kind::Vectors(pb::Vectors {
-                vectors: vs
-                    .iter()
-                    .map(|v| pb::Vector { values: v.iter().map(|&x| i32::from(x)).collect() })
-                    .collect(),
-            }),
-        };
-        pb::Payload { kind: Some(kind) }
+        let Payload::Tensors(t) = p;
+        pb::Payload { kind: Some(Kind::Tensors(tensors_to_wire(&t.inputs))) }
     }
 }
 
@@ -114,35 +100,17 @@ impl TryFrom<pb::Payload> for Payload {
 
     fn try_from(p: pb::Payload) -> Result<Payload, WireError> {
         use pb::payload::Kind;
-        Ok(match p.kind.ok_or_else(|| WireError("a job without a payload".into()))? {
-            Kind::Image(i) => Payload::Image { pixels: i.pixels, width: i.width as usize },
-            // Unbound: the host binds it to its own copy of the model's spec (`KernelImage::bind`).
-            Kind::Tensors(t) => Payload::Tensors(TensorPayload::unbound(tensors_from_wire(t)?)),
-            Kind::Documents(d) => Payload::Documents(d.docs.into_iter().map(|t| t.terms).collect()),
-            Kind::Vectors(v) => Payload::Vectors(
-                v.vectors
-                    .into_iter()
-                    .map(|v| v.values.into_iter().map(narrow).collect())
-                    .collect::<Result<_, _>>()?,
-            ),
-        })
+        let Kind::Tensors(t) = p.kind.ok_or_else(|| WireError("a job without tensors".into()))?;
+        // Unbound: the host binds it to its own copy of the model's spec (`KernelImage::bind`).
+        Ok(Payload::Tensors(TensorPayload::unbound(tensors_from_wire(t)?)))
     }
 }
 
 impl From<&Output> for pb::Output {
     fn from(o: &Output) -> pb::Output {
         use pb::output::Kind;
-        let kind = match o {
-            Output::Tensors(ts) => Kind::Tensors(tensors_to_wire(ts)),
-            Output::Magnitudes(m) => Kind::Magnitudes(m.clone()),
-            Output::Scores(s) => {
-                Kind::Scores(pb::Scores { scores: s.iter().map(|&x| u32::from(x)).collect() })
-            }
-            Output::Activations(rows) => Kind::Activations(pb::Activations {
-                values: rows.iter().flatten().map(|&x| i32::from(x)).collect(),
-            }),
-        };
-        pb::Output { kind: Some(kind) }
+        let Output::Tensors(ts) = o;
+        pb::Output { kind: Some(Kind::Tensors(tensors_to_wire(ts))) }
     }
 }
 
@@ -151,28 +119,8 @@ impl TryFrom<pb::Output> for Output {
 
     fn try_from(o: pb::Output) -> Result<Output, WireError> {
         use pb::output::Kind;
-        Ok(match o.kind.ok_or_else(|| WireError("a result without an output".into()))? {
-            Kind::Magnitudes(m) => Output::Magnitudes(m),
-            Kind::Tensors(t) => Output::Tensors(tensors_from_wire(t)?),
-            Kind::Scores(s) => Output::Scores(
-                s.scores
-                    .into_iter()
-                    .map(|x| u16::try_from(x).map_err(|_| WireError(format!("score {x} exceeds 16 bits"))))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Kind::Activations(a) => {
-                if a.values.len() % NEURONS != 0 {
-                    return Err(WireError(format!(
-                        "{} activations are not rows of {NEURONS}",
-                        a.values.len()
-                    )));
-                }
-                let values: Vec<i16> = a.values.into_iter().map(narrow).collect::<Result<_, _>>()?;
-                Output::Activations(
-                    values.chunks_exact(NEURONS).map(|c| std::array::from_fn(|i| c[i])).collect(),
-                )
-            }
-        })
+        let Kind::Tensors(t) = o.kind.ok_or_else(|| WireError("a result without tensors".into()))?;
+        Ok(Output::Tensors(tensors_from_wire(t)?))
     }
 }
 
@@ -188,28 +136,26 @@ impl From<pb::Power> for Power {
     }
 }
 
-/// A 16-bit value carried as a protobuf `sint32`.
-fn narrow(x: i32) -> Result<i16, WireError> {
-    i16::try_from(x).map_err(|_| WireError(format!("value {x} exceeds 16 bits")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::datapath::work::KernelImage;
     use rand::SeedableRng;
-    use spork_golden::Kernel;
 
+    /// Each of Spork's own models: its payload's tensors and its answer's come back as they went
+    /// (the payload unbound: the host binds it to its own copy of the spec).
     #[test]
-    fn payloads_and_outputs_of_every_kernel_survive_the_wire() {
+    fn payloads_and_outputs_of_every_own_model_survive_the_wire() {
         let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(5);
-        for kernel in Kernel::ALL {
-            let image = KernelImage::new(kernel, 7);
+        for name in crate::repository::own::names() {
+            let model = crate::repository::own::load(name, false).expect("an own model");
+            let image = KernelImage::repo(std::sync::Arc::new(model));
             let payload = image.payload(3000, &mut rng);
-            let back = Payload::try_from(pb::Payload::from(&payload)).expect("decodes");
-            assert_eq!(back, payload, "{kernel}");
+            let Payload::Tensors(back) = Payload::try_from(pb::Payload::from(&payload)).expect("decodes");
+            let Payload::Tensors(sent) = &payload;
+            assert_eq!(back.inputs, sent.inputs, "{name}");
             let output = image.reference(&payload).expect("reference");
-            assert_eq!(Output::try_from(pb::Output::from(&output)).expect("decodes"), output, "{kernel}");
+            assert_eq!(Output::try_from(pb::Output::from(&output)).expect("decodes"), output, "{name}");
         }
     }
 
@@ -229,16 +175,13 @@ mod tests {
 
     #[test]
     fn malformed_messages_are_errors_that_name_the_problem() {
+        use prost::Message;
         assert!(Payload::try_from(pb::Payload { kind: None }).is_err());
-        let wide = pb::Payload {
-            kind: Some(pb::payload::Kind::Vectors(pb::Vectors {
-                vectors: vec![pb::Vector { values: vec![70_000] }],
-            })),
-        };
-        assert!(Payload::try_from(wide).unwrap_err().0.contains("70000"));
-        let ragged =
-            pb::Output { kind: Some(pb::output::Kind::Activations(pb::Activations { values: vec![1; 3] })) };
-        assert!(Output::try_from(ragged).unwrap_err().0.contains("rows"));
+        // A v3 peer's image (field 1, now reserved) decodes as no payload at all, and is refused.
+        let v3_image = pb::Payload::decode(&[0x0a, 0x02, 0x0a, 0x00][..]).expect("protobuf skips it");
+        assert!(Payload::try_from(v3_image).unwrap_err().0.contains("without tensors"));
+        let v3_magnitudes = pb::Output::decode(&[0x0a, 0x01, 0x07][..]).expect("protobuf skips it");
+        assert!(Output::try_from(v3_magnitudes).unwrap_err().0.contains("without tensors"));
     }
 
     #[test]
@@ -248,9 +191,7 @@ mod tests {
         let out = Output::Tensors(vec![t.clone()]);
         assert_eq!(Output::try_from(pb::Output::from(&out)).expect("decodes"), out);
         let p = Payload::Tensors(TensorPayload::unbound(vec![t]));
-        let Payload::Tensors(back) = Payload::try_from(pb::Payload::from(&p)).expect("decodes") else {
-            panic!("not tensors")
-        };
+        let Payload::Tensors(back) = Payload::try_from(pb::Payload::from(&p)).expect("decodes");
         assert_eq!(back.inputs[0].show(4), "-2");
         let short = pb::Tensor { dtype: DType::Int16 as u32, shape: vec![2, 3], data: vec![0; 11] };
         let e = Output::try_from(pb::Output {

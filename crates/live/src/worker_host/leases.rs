@@ -281,7 +281,7 @@ impl Slots {
         let shared =
             Arc::new(Shared { record: Mutex::new(Record::default()), power: Mutex::new(backend.power()) });
         let lease = Arc::new(Lease { session, kind, jobs, shared: shared.clone() });
-        let model = image.kernel.repo().cloned();
+        let model = image.kernel.clone();
         let slot = SlotJobs { slots: self.clone(), lease: shared, ready: Some(ready_tx), model };
         run_worker(
             format!("spork-slot-{}", kind.name()),
@@ -374,7 +374,7 @@ struct SlotJobs {
     ready: Option<std::sync::mpsc::Sender<Ready>>,
     /// The repository model the slot runs: a job's tensors are bound to its spec on arrival (so
     /// its items, and the board's time, are this host's own reading, not the scheduler's).
-    model: Option<Arc<RepoKernel>>,
+    model: Arc<RepoKernel>,
 }
 
 impl Jobs for SlotJobs {
@@ -391,20 +391,18 @@ impl Jobs for SlotJobs {
 
     fn run(&mut self, backend: &mut dyn Backend, (id, payload): Job) {
         self.slots.runs.fetch_add(1, Ordering::Relaxed);
-        let payload = match (payload, &self.model) {
-            (Payload::Tensors(t), Some(model)) => match model.bind(t) {
-                Ok(t) => Payload::Tensors(t),
-                Err(why) => {
-                    let r = pb::JobResult {
-                        id,
-                        result: Some(pb::job_result::Result::KernelError(why)),
-                        ..Default::default()
-                    };
-                    self.lease.finish(r);
-                    return;
-                }
-            },
-            (p, _) => p,
+        let Payload::Tensors(t) = payload;
+        let payload = match self.model.bind(t) {
+            Ok(t) => Payload::Tensors(t),
+            Err(why) => {
+                let r = pb::JobResult {
+                    id,
+                    result: Some(pb::job_result::Result::KernelError(why)),
+                    ..Default::default()
+                };
+                self.lease.finish(r);
+                return;
+            }
         };
         let done = run_guarded(backend, &payload);
         let power = backend.power();

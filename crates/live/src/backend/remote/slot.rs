@@ -111,12 +111,11 @@ impl RemoteSlot {
                 Kind::Fpga => pb::SlotKind::Fpga,
             } as i32,
             kernel: image.kernel.name().into(),
-            image_seed: image.seed,
             delay_ns: self.delay.as_nanos() as u64,
             clock_hz: self.calibration.clock_hz,
             items_per_sec: self.calibration.items_per_sec,
             items_per_cycle: self.calibration.items_per_cycle,
-            model_digest: image.kernel.repo().map(|r| r.digest.clone()).unwrap_or_default(),
+            model_digest: image.kernel.digest.clone(),
         }
     }
 

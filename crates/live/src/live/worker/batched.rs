@@ -19,9 +19,7 @@ impl PoolJobs {
             .collect();
         let optional = job.optional && works.iter().any(|w| w.optional.is_some());
         let payloads: Vec<&Payload> = works.iter().map(|w| &w.mandatory).collect();
-        let Some((batch, cuts)) =
-            concat(&payloads, self.image.kernel.repo().map(|r| r.as_ref())).filter(|_| !optional)
-        else {
+        let Some((batch, cuts)) = concat(&payloads, &self.image.kernel).filter(|_| !optional) else {
             return self.one_at_a_time(backend, job);
         };
         let start = self.clock.now();
