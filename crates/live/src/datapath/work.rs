@@ -62,7 +62,7 @@ impl Payload {
         let (Payload::Tensors(p), Output::Tensors(ts)) = (self, out);
         let (want, got) = (self.expected(), out.len());
         if got != want {
-            return Err(OutputMismatch::Length { kind: "tensors", want, got });
+            return Err(OutputMismatch::Length { want, got });
         }
         if let Some((w, t)) = p.outputs.iter().zip(ts).find(|(w, t)| **w != (t.dtype, t.shape.clone())) {
             return Err(OutputMismatch::Shape {
@@ -77,11 +77,9 @@ impl Payload {
 /// Why an output cannot be a payload's answer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OutputMismatch {
-    /// The wrong number of values.
-    #[error("{got} {kind} where the job gives {want}")]
+    /// The wrong number of output tensors.
+    #[error("{got} tensors where the job gives {want}")]
     Length {
-        /// The output's kind.
-        kind: &'static str,
         /// What the job gives.
         want: usize,
         /// What came.
@@ -340,7 +338,7 @@ mod tests {
         let p = img.payload(3 * 64, &mut rng);
         let Output::Tensors(mut ts) = img.reference(&p).expect("runs");
         let e = p.expects(&Output::Tensors(vec![])).unwrap_err();
-        assert_eq!(e, OutputMismatch::Length { kind: "tensors", want: 1, got: 0 });
+        assert_eq!(e, OutputMismatch::Length { want: 1, got: 0 });
         let t = &ts[0];
         let short = TensorBuf::from_bytes(t.dtype, &[2, 8], &t.bytes()[..2 * 8 * 2]).expect("two rows");
         ts[0] = short;
