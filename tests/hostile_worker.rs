@@ -28,7 +28,8 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
 use tonic::{Request, Response, Status, Streaming};
 
-const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
+const CAL: Calibration =
+    Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
 
 /// The longest any step of a test may take: past it the step hung.
 const LIMIT: Duration = Duration::from_secs(20);

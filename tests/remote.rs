@@ -28,7 +28,8 @@ use spork::worker_api::wire::{self, API_VERSION, SPORK_VERSION, pb};
 use spork::worker_host::{self, HostConfig, Offer, RunningHost};
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
 
-const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
+const CAL: Calibration =
+    Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
 
 /// Spork's own model `name` (the repository `spork serve` and `spork worker` load by default).
 fn own(name: &str) -> Arc<RepoKernel> {

@@ -30,7 +30,8 @@ use spork::worker_host::{self, HostConfig, Offer, RunningHost};
 #[path = "../../tests/support/pki.rs"]
 mod pki;
 
-const CAL: Calibration = Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0 };
+const CAL: Calibration =
+    Calibration { items_per_sec: 2e8, clock_hz: 250e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
 
 /// Spork's own sobel model, as `spork serve` and `spork worker` load it.
 fn own_sobel() -> Arc<RepoKernel> {

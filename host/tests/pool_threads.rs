@@ -50,7 +50,12 @@ fn while_serving(plan: Plan, home: Option<&tokio::runtime::Handle>) -> (Vec<Stri
     let sobel: Arc<RepoKernel> =
         spork::repository::own::load("sobel", false).expect("its C code builds").into();
     let image = Arc::new(KernelImage::repo(sobel.clone()));
-    let c = Calibration { items_per_sec: image.calibrate(10_000), clock_hz: 250e6, items_per_cycle: 1.0 };
+    let c = Calibration {
+        items_per_sec: image.calibrate(10_000),
+        clock_hz: 250e6,
+        items_per_cycle: 1.0,
+        stated_items_per_cycle: None,
+    };
     let platform = c.apply(Platform::default(), false);
     let cfg = PoolConfig { board: Board::Model(None), ..PoolConfig::new(platform, plan, image.clone(), c) };
     let pool = LivePool::start_in(cfg, Oracle::default(), Clock::start(), home).expect("a pool");

@@ -102,7 +102,12 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
     let image = sobel();
     // The emulated board at 100 MHz: it keeps its own timeline in wall time (the reference it runs
     // is faster than the board), so the live decisions are the policy's alone.
-    let c = Calibration { items_per_sec: image.calibrate(100_000), clock_hz: 100e6, items_per_cycle: 1.0 };
+    let c = Calibration {
+        items_per_sec: image.calibrate(100_000),
+        clock_hz: 100e6,
+        items_per_cycle: 1.0,
+        stated_items_per_cycle: None,
+    };
     let platform = c.apply(platform, true);
     let seconds = 8.0;
     let requests =
@@ -124,7 +129,7 @@ fn hybrid_schedulers_agree_on_fpga_share_and_spin_ups() {
 fn one_board_at_one_and_a_half_cus(cus: u32) -> (RunReport, usize) {
     let image = sobel();
     let items_per_sec = image.calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0 };
+    let c = Calibration { items_per_sec, clock_hz: 9e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
     let mut platform = c.apply(Platform::default(), false);
     platform.deadline_factor = 100.0;
     platform.fpga.compute_units = cus;
@@ -157,7 +162,8 @@ fn an_overloaded_board_rejects_as_predicted() {
 fn board_behind_its_link() -> (Platform, Calibration, Vec<Request>) {
     let image = sobel();
     let items_per_sec = image.calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0 };
+    let c =
+        Calibration { items_per_sec, clock_hz: 250e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
     let mut platform = c.apply(Platform::default(), false);
     platform.deadline_factor = 100.0;
     let bytes_per_cpu_s = image.bytes_per_item(4096) * items_per_sec;
@@ -255,7 +261,8 @@ fn boards_of_four_compute_units_agree_with_their_prediction() {
     platform.cpu.busy_power_w = 600.0;
     platform.fpga.compute_units = 4;
     let items_per_sec = sobel().calibrate(100_000);
-    let c = Calibration { items_per_sec, clock_hz: 100e6, items_per_cycle: 1.0 };
+    let c =
+        Calibration { items_per_sec, clock_hz: 100e6, items_per_cycle: 1.0, stated_items_per_cycle: None };
     let platform = c.apply(platform, true);
     let seconds = 8.0;
     let requests =

@@ -36,7 +36,8 @@ fn config(seconds: f64, rate: f64, faults: FaultPlan) -> RunConfig {
     let requests =
         spork::run::trace::bursty(from_secs(seconds), rate, 0.6, from_secs(0.001), 0.0, 3).expect("trace");
     let plan = Plan { seed: 3, ..Plan::new("spork-e".parse::<Scheduler>().expect("scheduler")) };
-    let calibration = Calibration { items_per_sec, clock_hz: 1e8, items_per_cycle: 1.0 };
+    let calibration =
+        Calibration { items_per_sec, clock_hz: 1e8, items_per_cycle: 1.0, stated_items_per_cycle: None };
     let mut cfg = RunConfig::new(platform, plan, image, calibration, requests, from_secs(seconds));
     cfg.pool.faults = faults;
     cfg.pool.kernel_timeout = Duration::from_millis(400);

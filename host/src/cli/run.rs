@@ -112,6 +112,11 @@ struct Output<'a> {
     kernel: String,
     cpu_items_per_s: f64,
     clock_mhz: f64,
+    /// The board's items per cycle in force: as stated, or as its RTL streamed them (`--board sim`).
+    items_per_cycle: f64,
+    /// The model's own statement, where its RTL streamed otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stated_items_per_cycle: Option<f64>,
     measured_speedup: f64,
     requests: usize,
     platform: &'a Platform,
@@ -205,6 +210,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             kernel: args.kernel.clone(),
             cpu_items_per_s: calibration.items_per_sec,
             clock_mhz: calibration.clock_hz / 1e6,
+            items_per_cycle: calibration.items_per_cycle,
+            stated_items_per_cycle: calibration.stated_items_per_cycle,
             measured_speedup: platform.fpga.speedup,
             requests: reqs.len(),
             platform: &platform,
@@ -232,6 +239,12 @@ fn print_calibration(args: &Args, c: &Calibration, platform: &Platform, requests
         to_secs(horizon),
         to_secs(platform.fpga.spin_up)
     );
+    if let Some(stated) = c.stated_items_per_cycle {
+        eprintln!(
+            "{} states {stated} items/cycle; its RTL streamed {:.3} on the simulated board, which is timed at that",
+            args.kernel, c.items_per_cycle
+        );
+    }
     let link = platform.fpga.link();
     eprintln!(
         "board invocation: {:.1} us each, plus its bytes at {:.1} GB/s ({:.3e} bytes per CPU-second measured)",

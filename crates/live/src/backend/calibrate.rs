@@ -7,6 +7,7 @@ use crate::repository::spec::TimingSpec;
 use spork_core::input::InputError;
 use spork_core::model::Platform;
 use spork_core::model::time::from_secs;
+use spork_core::policy::speed::HYSTERESIS;
 
 /// Table 6's 10 s FPGA reconfiguration would take a third of a short live demo; its 1 s alternative
 /// fits, so a live run uses it unless a profile or flag says otherwise (the start-up line says which).
@@ -40,8 +41,11 @@ pub struct Calibration {
     pub items_per_sec: f64,
     /// The board's clock (Hz).
     pub clock_hz: f64,
-    /// Items the kernel streams per cycle.
+    /// Items the kernel streams per cycle: as stated, or as its RTL streamed them on the simulated
+    /// board where that is more than [`HYSTERESIS`] off the statement.
     pub items_per_cycle: f64,
+    /// What the model stated, when its RTL measured otherwise (`None`: the statement stands).
+    pub stated_items_per_cycle: Option<f64>,
 }
 
 /// The manifest that describes `image`'s model, when its model.toml names one (`None`: it gives
@@ -69,11 +73,11 @@ impl Calibration {
             (Some(path), _) => path,
             (None, Some(TimingSpec::Given { clock_mhz: c, items_per_cycle, .. })) => {
                 let mhz = clock_mhz.unwrap_or(*c);
-                return Calibration::checked(image, mhz, *items_per_cycle, items);
+                return Calibration::checked(target, image, mhz, *items_per_cycle, items);
             }
             // The simulated board counts its own cycles; the speedup estimate assumes one item per
             // cycle until `spork kernel synth` measures it.
-            (None, _) => return Calibration::checked(image, clock_mhz.unwrap_or(250.0), 1.0, items),
+            (None, _) => return Calibration::checked(target, image, clock_mhz.unwrap_or(250.0), 1.0, items),
         };
         let (manifest_clock, items_per_cycle) = match Manifest::load(&path) {
             Ok(m) => (Some(m.clock_mhz), m.items_per_cycle),
@@ -87,19 +91,36 @@ impl Calibration {
             }
         };
         let mhz = clock_mhz.or(manifest_clock).unwrap_or(250.0);
-        Calibration::checked(image, mhz, items_per_cycle, items)
+        Calibration::checked(target, image, mhz, items_per_cycle, items)
     }
 
+    /// The calibration at `mhz` and the `stated` items per cycle, which the RTL's own on the
+    /// simulated board replaces where they differ: a statement is a claim, the RTL is the board.
     fn checked(
+        target: Target,
         image: &KernelImage,
         mhz: f64,
-        items_per_cycle: f64,
+        stated: f64,
         items: u64,
     ) -> Result<Calibration, CalibrationError> {
         if !(mhz.is_finite() && mhz > 0.0) {
             return Err(CalibrationError::Clock(mhz));
         }
-        Ok(Calibration { items_per_sec: image.calibrate(items), clock_hz: mhz * 1e6, items_per_cycle })
+        let measured = if target == Target::Sim { rtl_items_per_cycle(image, items) } else { None };
+        let off = measured.filter(|m| (m / stated - 1.0).abs() > HYSTERESIS);
+        if let Some(m) = off {
+            tracing::warn!(
+                model = image.kernel.name(),
+                "its RTL streamed {m:.3} items per cycle where its model.toml or manifest states {stated}: \
+                 the simulated board is timed at {m:.3}"
+            );
+        }
+        Ok(Calibration {
+            items_per_sec: image.calibrate(items),
+            clock_hz: mhz * 1e6,
+            items_per_cycle: off.unwrap_or(stated),
+            stated_items_per_cycle: off.map(|_| stated),
+        })
     }
 
     /// `platform` with what `image`'s model's manifest says of its board: its compute
@@ -138,4 +159,33 @@ impl Calibration {
         }
         platform
     }
+}
+
+/// Items the simulated board's RTL is first timed on: a bounded cost whatever its speed (at most
+/// this times the stream's stall bound in cycles).
+const RTL_PROBE_ITEMS: u64 = 256;
+/// Cycles per item past which the probe's figure stands: a request of the calibration's size
+/// would take the RTL longer than its pipeline's latency can skew the probe.
+const RTL_SLOW_CYCLES: u64 = 16;
+
+/// Items per cycle `image`'s RTL streams a random request of `items` items at (as many as the
+/// CPU code is timed on: the shape, and so the per-row overhead, of a typical request; `None`: no
+/// RTL loaded, or it failed on the request, which its board jobs will report).
+fn rtl_items_per_cycle(image: &KernelImage, items: u64) -> Option<f64> {
+    let rtl = image.kernel.rtl.as_ref()?;
+    let time = |items: u64| {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::Xoshiro256PlusPlus::seed_from_u64(98);
+        let crate::datapath::work::Payload::Tensors(t) = image.payload(items, &mut rng);
+        let mut outputs = image.kernel.outputs(&t);
+        let mut axis = rtl.instance().ok()?;
+        let cycles = rtl.run(&mut axis, &t.inputs, &t.dims, &mut outputs, &[]).ok()?;
+        Some((t.items, cycles.max(1)))
+    };
+    let (probed, cycles) = time(RTL_PROBE_ITEMS)?;
+    let (items, cycles) = match cycles / probed.max(1) < RTL_SLOW_CYCLES {
+        true => time(image.within_measure_bytes(items))?,
+        false => (probed, cycles),
+    };
+    Some(items as f64 / cycles as f64)
 }

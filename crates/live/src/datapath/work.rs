@@ -285,7 +285,7 @@ pub const MEASURE_BYTES: u64 = 16 << 20;
 impl KernelImage {
     /// `items`, or fewer: as many as keep a request within [`MEASURE_BYTES`] (at least one), its
     /// bytes per item read on a request of at most 64 items.
-    fn within_measure_bytes(&self, items: u64) -> u64 {
+    pub fn within_measure_bytes(&self, items: u64) -> u64 {
         let per_item = self.bytes_per_item_at(items.min(64)).max(1.0);
         items.min((MEASURE_BYTES as f64 / per_item) as u64).max(1)
     }

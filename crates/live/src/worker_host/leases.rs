@@ -204,6 +204,7 @@ impl Slots {
             items_per_sec: req.items_per_sec,
             clock_hz: req.clock_hz,
             items_per_cycle: req.items_per_cycle,
+            stated_items_per_cycle: None,
         };
         if ![calibration.items_per_sec, calibration.clock_hz, calibration.items_per_cycle]
             .iter()
