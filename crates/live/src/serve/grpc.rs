@@ -335,6 +335,7 @@ pub fn prepare(
     r: ModelInferRequest,
 ) -> Result<(InferRequest, Option<Vec<String>>), ServeError> {
     let model = server.model(&r.model_name, Some(&r.model_version))?;
+    model.expect();
     let wanted = match r.outputs.is_empty() {
         true => None,
         false => Some(model.outputs_named(r.outputs.iter().map(|o| o.name.as_str()))?),

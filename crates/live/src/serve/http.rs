@@ -249,6 +249,7 @@ async fn prepare(
         ServeError::Internal("the request has no memory reservation (the budget layer is missing)".into())
     })?;
     let m = s.model(&model, version.as_deref())?;
+    m.expect();
     let json_len = header_length(req.headers())?;
     let body = read_body(s, req.into_body()).await?;
     if json_len.is_some_and(|n| n > body.len()) {

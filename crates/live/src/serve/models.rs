@@ -34,6 +34,14 @@ impl Model {
         self.0.name()
     }
 
+    /// A request for it has arrived: its kernel process, if it sleeps, is woken now, so that it is
+    /// polling when the request reaches it.
+    pub fn expect(&self) {
+        if let Some(iso) = self.0.isolated() {
+            iso.wake();
+        }
+    }
+
     /// Why it takes no requests, once its kernel processes kept dying.
     pub fn unavailable(&self) -> Option<String> {
         self.0.isolated().and_then(|iso| iso.unavailable())

@@ -117,6 +117,18 @@ pub fn send(w: &mut Window, side: Side, seq: u32, msg: &[u8], sock: &mut UnixStr
     Ok(())
 }
 
+/// Rings a kernel process that sleeps, so that it is polling by the time its next call arrives: a
+/// request's decoding and dispatch then hide its wake-up. Never blocks (a kernel that does not read
+/// its socket only fills it); a kernel that does not sleep is not rung.
+pub fn wake(w: &Window, sock: &UnixStream) {
+    if word(w, KERNEL_ASLEEP).load(SeqCst) != 0 {
+        // SAFETY: a valid socket and a one-byte buffer.
+        unsafe {
+            libc::send(sock.as_raw_fd(), [1u8].as_ptr().cast(), 1, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+        };
+    }
+}
+
 /// Waits until the other side's number is `seq` (polling for `spin` first, then sleeping until
 /// `deadline` if any), then copies its message into `out` (at most `max` bytes).
 pub fn wait(
@@ -130,7 +142,7 @@ pub fn wait(
 ) -> Result<(), Woken> {
     let (_, theirs, my_asleep, _, _, at) = side.layout();
     let arrived = || word(w, theirs).load(SeqCst) == seq;
-    let start = Instant::now();
+    let mut start = Instant::now();
     while !arrived() {
         let waited = start.elapsed();
         if waited < spin {
@@ -145,6 +157,10 @@ pub fn wait(
         let slept = if arrived() { Ok(()) } else { sleep(sock, deadline) };
         word(w, my_asleep).store(0, SeqCst);
         slept?;
+        // A kernel process woken before its call arrives (the server's `wake`) polls afresh.
+        if side == Side::Kernel {
+            start = Instant::now();
+        }
     }
     let max = if side == Side::Server { REPLY_MAX } else { REQUEST_MAX };
     let len = w.slice(at, 4).map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
@@ -233,6 +249,64 @@ mod tests {
         let late = wait(&server, Side::Server, 9, Duration::ZERO, deadline, &mut s_sock, &mut reply);
         assert!(matches!(late, Err(Woken::TimedOut)), "no answer 9 comes: {late:?}");
         drop(s_sock);
+        echo.join().unwrap();
+    }
+
+    /// Polls `cond` up to 10 s (a loaded machine's scheduling, not what is tested).
+    fn eventually(cond: impl Fn() -> bool) -> bool {
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if cond() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+
+    #[test]
+    fn wake_rings_only_a_sleeping_kernel_never_blocks_and_the_woken_kernel_polls_afresh() {
+        let (server, mut kernel) = pair();
+        let (s_sock, k_sock) = UnixStream::pair().unwrap();
+        k_sock.set_nonblocking(true).unwrap();
+        let unread = |mut s: &UnixStream| s.read(&mut [0u8; 1 << 16]).map_or(0, |n| n);
+        wake(&server, &s_sock);
+        assert_eq!(unread(&k_sock), 0, "a kernel that does not sleep is not rung");
+        word(&kernel, KERNEL_ASLEEP).store(1, SeqCst);
+        wake(&server, &s_sock);
+        assert_eq!(unread(&k_sock), 1, "a sleeping kernel is rung once");
+        // Nobody reads: the socket fills and each wake returns all the same.
+        for _ in 0..200_000 {
+            wake(&server, &s_sock);
+        }
+        while unread(&k_sock) > 0 {}
+        word(&kernel, KERNEL_ASLEEP).store(0, SeqCst);
+        k_sock.set_nonblocking(false).unwrap();
+
+        // A kernel that polls 1 s and then sleeps: woken with no call, it polls another second
+        // (its asleep flag stays clear), and takes the call that comes meanwhile.
+        let mut k_sock = k_sock;
+        let poll = Duration::from_secs(1);
+        let echo = std::thread::spawn(move || {
+            let mut msg = Vec::new();
+            wait(&kernel, Side::Kernel, 1, poll, None, &mut k_sock, &mut msg).unwrap();
+            send(&mut kernel, Side::Kernel, 1, &msg, &mut k_sock).unwrap();
+        });
+        assert!(eventually(|| word(&server, KERNEL_ASLEEP).load(SeqCst) == 1), "it sleeps after 1 s");
+        wake(&server, &s_sock);
+        assert!(eventually(|| word(&server, KERNEL_ASLEEP).load(SeqCst) == 0), "the ring woke it");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            word(&server, KERNEL_ASLEEP).load(SeqCst),
+            0,
+            "woken, it polls again rather than sleeping"
+        );
+        let (mut server, mut s_sock) = (server, s_sock);
+        send(&mut server, Side::Server, 1, b"hi", &mut s_sock).unwrap();
+        let mut reply = Vec::new();
+        let deadline = Some(Instant::now() + Duration::from_secs(10));
+        wait(&server, Side::Server, 1, Duration::ZERO, deadline, &mut s_sock, &mut reply).unwrap();
+        assert_eq!(reply, b"hi");
         echo.join().unwrap();
     }
 

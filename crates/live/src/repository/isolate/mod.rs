@@ -113,6 +113,16 @@ impl Isolated {
         }
     }
 
+    /// Wakes the idle process the next call will take, if it sleeps; a protocol thread calls this
+    /// as a request arrives, so it never waits for the pool's lock.
+    pub fn wake(&self) {
+        if let Ok(idle) = self.idle.try_lock()
+            && let Some(p) = idle.last()
+        {
+            p.wake();
+        }
+    }
+
     /// Why the model cannot be served any more, once its processes kept dying.
     pub fn unavailable(&self) -> Option<String> {
         self.health().unavailable.clone()

@@ -101,6 +101,11 @@ impl KernelProcess {
         }
     }
 
+    /// Rings the process if it sleeps: a call is on its way ([`doorbell::wake`]).
+    pub fn wake(&self) {
+        doorbell::wake(&self.window, &self.sock);
+    }
+
     /// Runs one call: `inputs` copied into the window, the kernel's `outputs` copied out. A call
     /// past `timeout` kills the process.
     pub fn run(
