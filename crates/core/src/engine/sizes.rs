@@ -11,6 +11,7 @@
 //! through the same estimator (`policy::estimate`), here, in the engine.
 
 use crate::model::{Request, Time, time::to_secs};
+use crate::policy::call_cost::CallCost;
 use crate::policy::estimate::{SizeEstimator, Statistic};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -22,7 +23,7 @@ use std::collections::BinaryHeap;
 pub struct Sizes {
     statistic: Option<Statistic>,
     book: Option<SizeBook>,
-    clients: Option<SizeEstimator>,
+    clients: Option<(SizeEstimator, CallCost)>,
 }
 
 impl Sizes {
@@ -51,19 +52,25 @@ impl Sizes {
         self.book.as_ref().and_then(SizeBook::mean_error)
     }
 
-    /// Sizes clients at `statistic` of the CPU time per item measured, from `items_per_sec`.
+    /// Sizes clients at `statistic` of the CPU time per item measured, from `items_per_sec`; once
+    /// their sizes spread, at a fixed cost per call plus a cost per item ([`CallCost`]).
     pub fn size_clients(&mut self, statistic: Statistic, items_per_sec: f64) {
-        self.clients = Some(SizeEstimator::with(statistic, items_per_sec));
+        self.clients = Some((SizeEstimator::with(statistic, items_per_sec), CallCost::new()));
     }
 
     /// A client's request of `items`: its estimated CPU time (`None` if clients are not sized here).
     pub fn client_size(&self, items: u64) -> Option<Time> {
-        self.clients.as_ref().map(|e| e.estimate(items))
+        let (per_item, line) = self.clients.as_ref()?;
+        Some(line.estimate(items).unwrap_or_else(|| per_item.estimate(items)))
     }
 
     /// A client's request of `items` took `took` of CPU time; the estimate's relative error.
     pub fn observe_client(&mut self, items: u64, took: Time) -> Option<f64> {
-        self.clients.as_mut()?.observe(items, took)
+        let estimate = self.client_size(items)?;
+        let (per_item, line) = self.clients.as_mut()?;
+        per_item.observe(items, took);
+        line.observe(items, took);
+        (items > 0 && took > 0).then(|| estimate.abs_diff(took) as f64 / took as f64)
     }
 }
 

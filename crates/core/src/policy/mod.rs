@@ -22,6 +22,7 @@ pub mod allocator;
 pub mod arbitrate;
 pub mod batching;
 pub mod brownout;
+pub mod call_cost;
 pub mod caps;
 pub mod dispatch;
 pub mod estimate;
