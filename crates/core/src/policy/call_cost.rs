@@ -122,7 +122,9 @@ mod tests {
         ) {
             let mut c = CallCost::new();
             for i in 0..200u64 {
-                let items = 1 + (i * 7_919 + seed * 104_729) % 100_000;
+                // Small and large calls alternate: the spread a line needs, in every window.
+                let draw = i * 7_919 + seed * 104_729;
+                let items = if i % 2 == 0 { 1 + draw % 1_000 } else { 10_000 + draw % 90_000 };
                 let secs = fixed_us * US + ns_per_item * 1e-9 * items as f64;
                 c.observe(items, from_secs(secs));
             }
