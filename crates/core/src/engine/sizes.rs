@@ -10,9 +10,9 @@
 //! of CPU time per input item that sizes them, learned from their measured CPU service. Both go
 //! through the same estimator (`policy::estimate`), here, in the engine.
 
-use crate::model::{Request, Time, time::to_secs};
+use crate::model::{Request, Time, time::from_secs, time::to_secs};
 use crate::policy::call_cost::CallCost;
-use crate::policy::estimate::{SizeEstimator, Statistic};
+use crate::policy::estimate::{RecentQuantile, SizeEstimator, Statistic};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -23,7 +23,53 @@ use std::collections::BinaryHeap;
 pub struct Sizes {
     statistic: Option<Statistic>,
     book: Option<SizeBook>,
-    clients: Option<(SizeEstimator, CallCost)>,
+    clients: Option<Clients>,
+}
+
+/// A call of fewer items than this share of the recent mean teaches the line only, not the per-item
+/// statistic: its time is mostly the call's own, and divided by its few items it would read as a
+/// per-item time many times the true one.
+const SMALL_CALL: f64 = 0.25;
+
+/// How a live pool sizes its clients' requests: the per-item statistic, the line once sizes spread
+/// (and the fixed cost per call it last showed), and with a percentile statistic, that quantile of
+/// how far answers ran past the line.
+#[derive(Clone, Debug)]
+struct Clients {
+    per_item: SizeEstimator,
+    line: CallCost,
+    fixed: Time,
+    over_line: Option<RecentQuantile>,
+}
+
+impl Clients {
+    /// On the line (raised by the quantile of answers over it, once known) while it is believed;
+    /// else the last fixed cost plus the per-item statistic.
+    fn size(&self, items: u64) -> Time {
+        match (self.line.estimate(items), self.over_line.as_ref().and_then(RecentQuantile::get)) {
+            (Some(on_line), Some(ratio)) => ((on_line as f64 * ratio) as Time).max(1),
+            (Some(on_line), None) => on_line,
+            (None, _) => self.fixed.saturating_add(self.per_item.estimate(items)),
+        }
+    }
+
+    /// A call of `items` took `took`. The per-item statistic learns only from calls whose items,
+    /// not the call itself, take most of their time, net of the fixed cost: calls of at least a
+    /// [`SMALL_CALL`] of the recent mean items whose per-item part is at least the fixed cost. With
+    /// sizes alike and no line yet (the fixed cost 0), that is every call, as before the line.
+    fn observe(&mut self, items: u64, took: Time) {
+        if let Some((fixed, _)) = self.line.line() {
+            self.fixed = from_secs(fixed);
+            if let (Some(on_line), Some(over)) = (self.line.estimate(items), self.over_line.as_mut()) {
+                over.push(took as f64 / on_line as f64);
+            }
+        }
+        let small = self.line.mean_items().is_some_and(|m| (items as f64) < m * SMALL_CALL);
+        if !small && self.per_item.estimate(items) >= self.fixed {
+            self.per_item.observe(items, took.saturating_sub(self.fixed).max(1));
+        }
+        self.line.observe(items, took);
+    }
 }
 
 impl Sizes {
@@ -55,21 +101,24 @@ impl Sizes {
     /// Sizes clients at `statistic` of the CPU time per item measured, from `items_per_sec`; once
     /// their sizes spread, at a fixed cost per call plus a cost per item ([`CallCost`]).
     pub fn size_clients(&mut self, statistic: Statistic, items_per_sec: f64) {
-        self.clients = Some((SizeEstimator::with(statistic, items_per_sec), CallCost::new()));
+        let over_line = match statistic {
+            Statistic::Mean => None,
+            Statistic::Percentile(q) => Some(RecentQuantile::new(q)),
+        };
+        let per_item = SizeEstimator::with(statistic, items_per_sec);
+        self.clients = Some(Clients { per_item, line: CallCost::new(), fixed: 0, over_line });
     }
 
     /// A client's request of `items`: its estimated CPU time (`None` if clients are not sized here).
     pub fn client_size(&self, items: u64) -> Option<Time> {
-        let (per_item, line) = self.clients.as_ref()?;
-        Some(line.estimate(items).unwrap_or_else(|| per_item.estimate(items)))
+        self.clients.as_ref().map(|c| c.size(items))
     }
 
     /// A client's request of `items` took `took` of CPU time; the estimate's relative error.
     pub fn observe_client(&mut self, items: u64, took: Time) -> Option<f64> {
-        let estimate = self.client_size(items)?;
-        let (per_item, line) = self.clients.as_mut()?;
-        per_item.observe(items, took);
-        line.observe(items, took);
+        let c = self.clients.as_mut()?;
+        let estimate = c.size(items);
+        c.observe(items, took);
         (items > 0 && took > 0).then(|| estimate.abs_diff(took) as f64 / took as f64)
     }
 }
@@ -141,5 +190,44 @@ mod tests {
         assert_eq!(b.mean_error(), Some(0.5));
         b.booked(10_500_000, 5_000_000, 60);
         assert!((b.mean_error().unwrap_or(0.0) - 15.5 / 25.0).abs() < 1e-12);
+    }
+
+    /// 27 calls of 15,368 items at 1 ms, then 27 of 1-3 items at 200 us (the call itself), as a
+    /// served satadd answered on a loaded VM.
+    fn large_then_one_item_calls(s: &mut Sizes) {
+        for _ in 0..27 {
+            s.observe_client(15_368, 1_000_000);
+        }
+        for i in 0..27 {
+            s.observe_client(1 + 2 * (i % 2), 200_000);
+        }
+    }
+
+    #[test]
+    fn clients_of_spread_sizes_are_booked_on_the_line_at_the_mean_and_at_a_percentile() {
+        for statistic in [Statistic::Mean, Statistic::Percentile(0.95)] {
+            let mut s = Sizes::new(None);
+            assert_eq!(s.client_size(100), None, "clients not sized here yet");
+            s.size_clients(statistic, 1.5e9);
+            large_then_one_item_calls(&mut s);
+            let booked = s.client_size(15_368).expect("sized") as f64;
+            // The per-item statistic alone had booked it past 1 s.
+            assert!((booked / 1e6 - 1.0).abs() < 0.1, "{statistic}: the 1 ms call booked at {booked} ns");
+        }
+    }
+
+    #[test]
+    fn at_a_percentile_the_line_is_raised_by_how_far_answers_ran_past_it() {
+        let mut s = Sizes::new(None);
+        s.size_clients(Statistic::Percentile(0.95), 1.5e9);
+        large_then_one_item_calls(&mut s);
+        // Then answers alternate on the line and 50% over it: the p95 of the ratios is 1.5.
+        let line = s.client_size(15_368).expect("sized");
+        for i in 0..64u64 {
+            let took = if i % 2 == 0 { line } else { line * 3 / 2 };
+            s.observe_client(15_368, took);
+        }
+        let raised = s.client_size(15_368).expect("sized") as f64 / line as f64;
+        assert!(raised > 1.3 && raised < 1.7, "raised {raised}x");
     }
 }

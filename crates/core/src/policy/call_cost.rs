@@ -45,6 +45,11 @@ impl CallCost {
         self.xy = self.xy * keep + x * y;
     }
 
+    /// The recent calls' mean items (weighted as the line is); `None` before any answer.
+    pub fn mean_items(&self) -> Option<f64> {
+        (self.w > 0.0).then(|| self.x / self.w)
+    }
+
     /// The fitted (fixed seconds per call, seconds per item), once the sizes spread by at least
     /// [`MIN_SPREAD`] and the line is a cost (a positive slope; a negative intercept reads as none).
     pub fn line(&self) -> Option<(f64, f64)> {

@@ -60,16 +60,54 @@ impl fmt::Display for Statistic {
     }
 }
 
+/// A quantile of the last [`WINDOW`] values, recomputed every [`REFRESH`] values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecentQuantile {
+    q: f64,
+    /// The last [`WINDOW`] values, oldest overwritten first.
+    recent: Vec<f64>,
+    next: usize,
+    quantile: Option<f64>,
+    since_refresh: u32,
+}
+
+impl RecentQuantile {
+    /// The `q` quantile (0 to 1); none until [`REFRESH`] values came.
+    pub fn new(q: f64) -> Self {
+        RecentQuantile { q, recent: Vec::new(), next: 0, quantile: None, since_refresh: 0 }
+    }
+
+    /// The quantile as last recomputed.
+    pub fn get(&self) -> Option<f64> {
+        self.quantile
+    }
+
+    /// One more value.
+    pub fn push(&mut self, value: f64) {
+        if self.recent.len() < WINDOW {
+            self.recent.push(value);
+        } else {
+            self.recent[self.next] = value;
+        }
+        self.next = (self.next + 1) % WINDOW;
+        self.since_refresh += 1;
+        if self.since_refresh >= REFRESH {
+            self.since_refresh = 0;
+            let mut sorted = self.recent.clone();
+            let rank = ((sorted.len() - 1) as f64 * self.q).round() as usize;
+            let (_, v, _) = sorted.select_nth_unstable_by(rank, f64::total_cmp);
+            self.quantile = Some(*v);
+        }
+    }
+}
+
 /// The per-kernel (per-application) estimator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SizeEstimator {
     statistic: Statistic,
     secs_per_item: f64,
-    /// The last [`WINDOW`] measurements (seconds per item), oldest overwritten first.
-    recent: Vec<f64>,
-    next: usize,
-    quantile: Option<f64>,
-    since_refresh: u32,
+    /// With a percentile statistic, its window of measurements (seconds per item).
+    window: Option<RecentQuantile>,
 }
 
 impl SizeEstimator {
@@ -81,21 +119,20 @@ impl SizeEstimator {
     /// `statistic`, starting from `items_per_sec`; a percentile reads the mean until it has
     /// [`REFRESH`] measurements.
     pub fn with(statistic: Statistic, items_per_sec: f64) -> Self {
-        SizeEstimator {
-            statistic,
-            secs_per_item: 1.0 / items_per_sec.max(f64::MIN_POSITIVE),
-            recent: Vec::new(),
-            next: 0,
-            quantile: None,
-            since_refresh: 0,
-        }
+        let window = match statistic {
+            Statistic::Mean => None,
+            Statistic::Percentile(q) => Some(RecentQuantile::new(q)),
+        };
+        SizeEstimator { statistic, secs_per_item: 1.0 / items_per_sec.max(f64::MIN_POSITIVE), window }
     }
 
     /// The estimated CPU time of `items` (at least 1 ns: a request always takes some time).
     pub fn estimate(&self, items: u64) -> Time {
         let per_item = match self.statistic {
             Statistic::Mean => self.secs_per_item,
-            Statistic::Percentile(_) => self.quantile.unwrap_or(self.secs_per_item),
+            Statistic::Percentile(_) => {
+                self.window.as_ref().and_then(RecentQuantile::get).unwrap_or(self.secs_per_item)
+            }
         };
         from_secs(items as f64 * per_item).max(1)
     }
@@ -109,27 +146,10 @@ impl SizeEstimator {
         let estimate = self.estimate(items);
         let measured = to_secs(took) / items as f64;
         self.secs_per_item += ALPHA * (measured - self.secs_per_item);
-        if let Statistic::Percentile(q) = self.statistic {
-            self.remember(measured, q);
+        if let Some(window) = self.window.as_mut() {
+            window.push(measured);
         }
         Some((estimate as f64 - took as f64).abs() / took as f64)
-    }
-
-    fn remember(&mut self, measured: f64, q: f64) {
-        if self.recent.len() < WINDOW {
-            self.recent.push(measured);
-        } else {
-            self.recent[self.next] = measured;
-        }
-        self.next = (self.next + 1) % WINDOW;
-        self.since_refresh += 1;
-        if self.since_refresh >= REFRESH {
-            self.since_refresh = 0;
-            let mut sorted = self.recent.clone();
-            let rank = ((sorted.len() - 1) as f64 * q).round() as usize;
-            let (_, v, _) = sorted.select_nth_unstable_by(rank, f64::total_cmp);
-            self.quantile = Some(*v);
-        }
     }
 }
 
