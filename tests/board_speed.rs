@@ -13,6 +13,12 @@ mod fixtures;
 use command::{shared_cache, text};
 use fixtures::fixture;
 
+/// A run's energy as the evaluator predicts it, replaying the same trace and measured platform in
+/// virtual time (the live figures also carry this machine's timing noise).
+fn predicted(run: &serde_json::Value) -> Option<f64> {
+    run["evaluator"]["energy_j"].as_array().map(|a| a.iter().filter_map(serde_json::Value::as_f64).sum())
+}
+
 /// The tag of this binary's shared cache.
 const CACHE: &str = "board-speed";
 
@@ -49,11 +55,6 @@ fn a_repository_model_whose_board_loses_is_served_on_cpus_alone() {
     assert!(cpus.get("fpga_never_pays").is_none(), "CPU-dynamic holds no boards by design: {cpus}");
     // The prediction replays the same trace and measured platform in virtual time: the two
     // schedulers spend the same there (the live figures also carry this machine's timing noise).
-    let predicted = |r: &serde_json::Value| {
-        r["evaluator"]["energy_j"]
-            .as_array()
-            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).sum::<f64>())
-    };
     let (e, c) = (predicted(spork).expect("prediction"), predicted(cpus).expect("prediction"));
     assert!((e / c - 1.0).abs() < 0.02, "SporkE {e} J vs CPU-dynamic {c} J predicted");
 }
@@ -96,11 +97,6 @@ fn a_board_slower_than_its_stated_speed_is_timed_at_its_rtls_speed_and_never_hel
     assert_eq!(spork["energy_j"]["fpga"].as_f64(), Some(0.0), "{spork}");
     assert_eq!(spork["answered"], spork["offered"], "{spork}");
     // As in the test above: the replay of the same trace and platform, free of this machine's noise.
-    let predicted = |r: &serde_json::Value| {
-        r["evaluator"]["energy_j"]
-            .as_array()
-            .map(|a| a.iter().filter_map(serde_json::Value::as_f64).sum::<f64>())
-    };
     let (e, c) = (predicted(spork).expect("prediction"), predicted(cpus).expect("prediction"));
     assert!((e / c - 1.0).abs() < 0.02, "SporkE {e} J vs CPU-dynamic {c} J predicted");
 }

@@ -10,9 +10,9 @@
 //! of CPU time per input item that sizes them, learned from their measured CPU service. Both go
 //! through the same estimator (`policy::estimate`), here, in the engine.
 
-use crate::model::{Request, Time, time::from_secs, time::to_secs};
-use crate::policy::call_cost::CallCost;
-use crate::policy::estimate::{RecentQuantile, SizeEstimator, Statistic};
+use crate::model::{Request, Time, time::to_secs};
+use crate::policy::call_cost::ClientSizes;
+use crate::policy::estimate::{SizeEstimator, Statistic};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -23,53 +23,7 @@ use std::collections::BinaryHeap;
 pub struct Sizes {
     statistic: Option<Statistic>,
     book: Option<SizeBook>,
-    clients: Option<Clients>,
-}
-
-/// A call of fewer items than this share of the recent mean teaches the line only, not the per-item
-/// statistic: its time is mostly the call's own, and divided by its few items it would read as a
-/// per-item time many times the true one.
-const SMALL_CALL: f64 = 0.25;
-
-/// How a live pool sizes its clients' requests: the per-item statistic, the line once sizes spread
-/// (and the fixed cost per call it last showed), and with a percentile statistic, that quantile of
-/// how far answers ran past the line.
-#[derive(Clone, Debug)]
-struct Clients {
-    per_item: SizeEstimator,
-    line: CallCost,
-    fixed: Time,
-    over_line: Option<RecentQuantile>,
-}
-
-impl Clients {
-    /// On the line (raised by the quantile of answers over it, once known) while it is believed;
-    /// else the last fixed cost plus the per-item statistic.
-    fn size(&self, items: u64) -> Time {
-        match (self.line.estimate(items), self.over_line.as_ref().and_then(RecentQuantile::get)) {
-            (Some(on_line), Some(ratio)) => ((on_line as f64 * ratio) as Time).max(1),
-            (Some(on_line), None) => on_line,
-            (None, _) => self.fixed.saturating_add(self.per_item.estimate(items)),
-        }
-    }
-
-    /// A call of `items` took `took`. The per-item statistic learns only from calls whose items,
-    /// not the call itself, take most of their time, net of the fixed cost: calls of at least a
-    /// [`SMALL_CALL`] of the recent mean items whose per-item part is at least the fixed cost. With
-    /// sizes alike and no line yet (the fixed cost 0), that is every call, as before the line.
-    fn observe(&mut self, items: u64, took: Time) {
-        if let Some((fixed, _)) = self.line.line() {
-            self.fixed = from_secs(fixed);
-            if let (Some(on_line), Some(over)) = (self.line.estimate(items), self.over_line.as_mut()) {
-                over.push(took as f64 / on_line as f64);
-            }
-        }
-        let small = self.line.mean_items().is_some_and(|m| (items as f64) < m * SMALL_CALL);
-        if !small && self.per_item.estimate(items) >= self.fixed {
-            self.per_item.observe(items, took.saturating_sub(self.fixed).max(1));
-        }
-        self.line.observe(items, took);
-    }
+    clients: Option<ClientSizes>,
 }
 
 impl Sizes {
@@ -99,14 +53,9 @@ impl Sizes {
     }
 
     /// Sizes clients at `statistic` of the CPU time per item measured, from `items_per_sec`; once
-    /// their sizes spread, at a fixed cost per call plus a cost per item ([`CallCost`]).
+    /// their sizes spread, at a fixed cost per call plus a cost per item ([`ClientSizes`]).
     pub fn size_clients(&mut self, statistic: Statistic, items_per_sec: f64) {
-        let over_line = match statistic {
-            Statistic::Mean => None,
-            Statistic::Percentile(q) => Some(RecentQuantile::new(q)),
-        };
-        let per_item = SizeEstimator::with(statistic, items_per_sec);
-        self.clients = Some(Clients { per_item, line: CallCost::new(), fixed: 0, over_line });
+        self.clients = Some(ClientSizes::new(statistic, items_per_sec));
     }
 
     /// A client's request of `items`: its estimated CPU time (`None` if clients are not sized here).
@@ -116,10 +65,7 @@ impl Sizes {
 
     /// A client's request of `items` took `took` of CPU time; the estimate's relative error.
     pub fn observe_client(&mut self, items: u64, took: Time) -> Option<f64> {
-        let c = self.clients.as_mut()?;
-        let estimate = c.size(items);
-        c.observe(items, took);
-        (items > 0 && took > 0).then(|| estimate.abs_diff(took) as f64 / took as f64)
+        self.clients.as_mut()?.observe(items, took)
     }
 }
 

@@ -11,7 +11,7 @@
 use crate::model::Time;
 use crate::model::time::{from_secs, to_secs};
 
-use super::estimate::ALPHA;
+use super::estimate::{ALPHA, RecentQuantile, SizeEstimator, Statistic};
 
 /// The least spread of the recent requests' items (their weighted standard deviation over their
 /// mean) at which the line is believed: below it the sizes are too alike to tell a fixed cost from
@@ -73,14 +73,77 @@ impl CallCost {
 
     /// The estimated time of `items` on the line, if it is believed (at least 1 ns).
     pub fn estimate(&self, items: u64) -> Option<Time> {
-        self.line().map(|(fixed, per_item)| from_secs(fixed + per_item * items as f64).max(1))
+        self.line().map(|line| on_line(line, items))
+    }
+}
+
+/// The time of `items` on `(fixed seconds, seconds per item)`, at least 1 ns.
+fn on_line((fixed, per_item): (f64, f64), items: u64) -> Time {
+    from_secs(fixed + per_item * items as f64).max(1)
+}
+
+/// A call of fewer items than this share of the recent mean teaches the line only, not the per-item
+/// statistic: its time is mostly the call's own, and divided by its few items it would read as a
+/// per-item time many times the true one.
+pub const SMALL_CALL: f64 = 0.25;
+
+/// How a live pool sizes its clients' requests: the per-item statistic, the line once sizes spread
+/// (and the fixed cost per call it last showed), and with a percentile statistic, that quantile of
+/// how far answers ran past the line.
+#[derive(Clone, Debug)]
+pub struct ClientSizes {
+    per_item: SizeEstimator,
+    line: CallCost,
+    fixed: Time,
+    over_line: Option<RecentQuantile>,
+}
+
+impl ClientSizes {
+    /// At `statistic`, from the calibration's `items_per_sec`, with no answers yet.
+    pub fn new(statistic: Statistic, items_per_sec: f64) -> Self {
+        ClientSizes {
+            per_item: SizeEstimator::with(statistic, items_per_sec),
+            line: CallCost::new(),
+            fixed: 0,
+            over_line: RecentQuantile::of(statistic),
+        }
+    }
+
+    /// On the line (raised by the quantile of answers over it, once known) while it is believed;
+    /// else the last fixed cost plus the per-item statistic.
+    pub fn size(&self, items: u64) -> Time {
+        match (self.line.estimate(items), self.over_line.as_ref().and_then(RecentQuantile::get)) {
+            (Some(on), Some(ratio)) => ((on as f64 * ratio) as Time).max(1),
+            (Some(on), None) => on,
+            (None, _) => self.fixed.saturating_add(self.per_item.estimate(items)),
+        }
+    }
+
+    /// A call of `items` took `took`; the relative error its size had. The per-item statistic
+    /// learns only from calls whose items, not the call itself, take most of their time, net of
+    /// the fixed cost: calls of at least [`SMALL_CALL`] of the recent mean items whose per-item part
+    /// is at least the fixed cost. With sizes alike and no line yet (the fixed cost 0), that is
+    /// every call, as before the line.
+    pub fn observe(&mut self, items: u64, took: Time) -> Option<f64> {
+        let size = self.size(items);
+        if let Some(line) = self.line.line() {
+            self.fixed = from_secs(line.0);
+            if let Some(over) = self.over_line.as_mut() {
+                over.push(took as f64 / on_line(line, items) as f64);
+            }
+        }
+        let small = self.line.mean_items().is_some_and(|m| (items as f64) < m * SMALL_CALL);
+        if !small && self.per_item.estimate(items) >= self.fixed {
+            self.per_item.observe(items, took.saturating_sub(self.fixed).max(1));
+        }
+        self.line.observe(items, took);
+        (items > 0 && took > 0).then(|| size.abs_diff(took) as f64 / took as f64)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::estimate::SizeEstimator;
     use proptest::prelude::*;
 
     const US: f64 = 1e-6;

@@ -77,6 +77,14 @@ impl RecentQuantile {
         RecentQuantile { q, recent: Vec::new(), next: 0, quantile: None, since_refresh: 0 }
     }
 
+    /// The window a statistic needs: a percentile's, none for the mean.
+    pub fn of(statistic: Statistic) -> Option<Self> {
+        match statistic {
+            Statistic::Mean => None,
+            Statistic::Percentile(q) => Some(RecentQuantile::new(q)),
+        }
+    }
+
     /// The quantile as last recomputed.
     pub fn get(&self) -> Option<f64> {
         self.quantile
@@ -104,9 +112,8 @@ impl RecentQuantile {
 /// The per-kernel (per-application) estimator.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SizeEstimator {
-    statistic: Statistic,
     secs_per_item: f64,
-    /// With a percentile statistic, its window of measurements (seconds per item).
+    /// With a percentile statistic, its window of measurements (seconds per item); none: the mean.
     window: Option<RecentQuantile>,
 }
 
@@ -119,21 +126,14 @@ impl SizeEstimator {
     /// `statistic`, starting from `items_per_sec`; a percentile reads the mean until it has
     /// [`REFRESH`] measurements.
     pub fn with(statistic: Statistic, items_per_sec: f64) -> Self {
-        let window = match statistic {
-            Statistic::Mean => None,
-            Statistic::Percentile(q) => Some(RecentQuantile::new(q)),
-        };
-        SizeEstimator { statistic, secs_per_item: 1.0 / items_per_sec.max(f64::MIN_POSITIVE), window }
+        let secs_per_item = 1.0 / items_per_sec.max(f64::MIN_POSITIVE);
+        SizeEstimator { secs_per_item, window: RecentQuantile::of(statistic) }
     }
 
     /// The estimated CPU time of `items` (at least 1 ns: a request always takes some time).
     pub fn estimate(&self, items: u64) -> Time {
-        let per_item = match self.statistic {
-            Statistic::Mean => self.secs_per_item,
-            Statistic::Percentile(_) => {
-                self.window.as_ref().and_then(RecentQuantile::get).unwrap_or(self.secs_per_item)
-            }
-        };
+        // A percentile reads the mean until its window has a quantile.
+        let per_item = self.window.as_ref().and_then(RecentQuantile::get).unwrap_or(self.secs_per_item);
         from_secs(items as f64 * per_item).max(1)
     }
 
