@@ -29,6 +29,7 @@ const NULL: i16 = 1;
 const SPIN: i16 = 2;
 const APPETITE: i16 = 3;
 const ABORT: i16 = 4;
+const WRITE_INPUT: i16 = 5;
 
 /// A `spork serve` on loopback, its stderr kept.
 struct Serve {
@@ -193,7 +194,8 @@ fn attack(serve: &Serve, how: i16) -> (u16, String) {
     add(serve.http, "hostile", &[TRIGGER, 1, 2], &[how, 1, 2])
 }
 
-/// Each way a kernel can fail gets its own 500 naming what happened; a plain request after it is
+/// Each way a kernel can fail (writing its read-only input included) gets its own 500 naming what
+/// happened; a plain request after it is
 /// answered right (the process restarted); five deaths in a row make the model UNAVAILABLE (index
 /// with the reason, 503, not ready) until it is loaded again. Throughout: the server lives, satadd
 /// answers right, health answers within 100 ms, and the server's RSS stays bounded.
@@ -213,6 +215,7 @@ fn a_kernels_crash_spin_appetite_and_abort_fail_only_its_own_requests() {
         (SPIN, "longer than its timeout of 1s"),
         (APPETITE, "SIGSEGV"),
         (ABORT, "SIGABRT"),
+        (WRITE_INPUT, "SIGSEGV"),
     ] {
         let (status, body) = attack(&serve, how);
         assert_eq!(status, 500, "attack {how}: {body}");
@@ -236,7 +239,7 @@ fn a_kernels_crash_spin_appetite_and_abort_fail_only_its_own_requests() {
         let key = format!("spork_kernel_processes{{model=\"hostile\",event=\"{event}\"}}");
         metrics.lines().find_map(|l| l.strip_prefix(&key)).and_then(|n| n.trim().parse::<u64>().ok())
     };
-    assert!(counted("crashed").is_some_and(|n| n >= 7), "{metrics}");
+    assert!(counted("crashed").is_some_and(|n| n >= 8), "{metrics}");
     assert!(counted("timed_out").is_some_and(|n| n >= 1), "{metrics}");
     let (status, body) = serve.post("/v2/repository/models/hostile/load", "{}");
     assert_eq!(status, 200, "{body}");
@@ -356,8 +359,9 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
         fixture_as("hostile", &repo, "always", |t| t.replace("description = \"", "description = \"Always "));
     let c = always.join("cpu/hostile.c");
     let code = std::fs::read_to_string(&c).expect("hostile.c");
-    let crashing =
-        code.replace("if (n > 0 && x[0] == 4951) {", "if (1) {").replace("misbehave(y[0]);", "misbehave(1);");
+    let crashing = code
+        .replace("if (n > 0 && x[0] == 4951) {", "if (1) {")
+        .replace("misbehave(y[0], &inputs[0]);", "misbehave(1, &inputs[0]);");
     assert_ne!(code, crashing);
     std::fs::write(&c, crashing).expect("write");
 

@@ -1,7 +1,8 @@
 //! What a kernel process costs per call: Spork's own Sobel (models/sobel, its C code) called
 //! through `RepoKernel::reference` in the server's process (`[cpu] isolation = "none"`) and in a
-//! kernel process of its own (`"process"`, the default: tensors through the shared window, one
-//! framed message each way), at 16x16, 256x256 and the largest image the model takes (16384x256).
+//! kernel process of its own (`"process"`, the default: the request made in the model's inputs
+//! arena and its answer in the outputs arena, as the server decodes them, one message each way),
+//! at 16x16, 256x256 and the largest image the model takes (16384x256).
 //! Run: `cargo bench -p spork --bench isolation`.
 
 use std::path::Path;
@@ -10,7 +11,6 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use rand::SeedableRng;
 use spork::repository::kernel::RepoKernel;
 use spork::repository::spec::{self, Isolation};
-use spork::repository::tensor::TensorBuf;
 use spork_kernel::ffi::DType;
 
 /// models/sobel loaded with its CPU code run as `isolation` says.
@@ -30,11 +30,11 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("isolation/sobel");
     for (h, w) in [(16usize, 16usize), (256, 256), (16384, 256)] {
         let pixels = spork_golden::inputs::image(&mut rng, w, h);
-        let image = TensorBuf::from_bytes(DType::Uint8, &[h as u64, w as u64], &pixels).expect("an image");
         let id = format!("{h}x{w}");
         group.throughput(Throughput::Elements((h * w) as u64));
         for (name, kernel) in &kernels {
-            let payload = kernel.payload(vec![image.clone()]).expect("fits sobel's spec");
+            let image = kernel.input(DType::Uint8, &[h as u64, w as u64], &pixels).expect("an image");
+            let payload = kernel.payload(vec![image]).expect("fits sobel's spec");
             group.bench_with_input(BenchmarkId::new(*name, &id), &payload, |b, p| {
                 b.iter(|| kernel.reference(std::hint::black_box(p)).expect("runs"))
             });

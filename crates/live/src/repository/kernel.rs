@@ -197,9 +197,16 @@ impl RepoKernel {
         self.payload(p.inputs)
     }
 
-    /// The outputs of bound payload `p`, sized, zeroed.
+    /// The outputs of bound payload `p`, sized, zeroed: in the model's outputs arena when its code
+    /// runs isolated, so its kernel processes write them in place.
     pub fn outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
-        self.spec.outputs_for(&p.dims)
+        self.spec.outputs_in(self.isolated().map(|i| &i.arenas().outputs), &p.dims)
+    }
+
+    /// An input tensor holding `bytes` (exactly `shape`'s): in the model's inputs arena when its
+    /// code runs isolated, so a request is decoded once, straight where its kernel processes read.
+    pub fn input(&self, dtype: DType, shape: &[u64], bytes: &[u8]) -> Option<TensorBuf> {
+        TensorBuf::from_bytes_in(self.isolated().map(|i| &i.arenas().inputs), dtype, shape, bytes)
     }
 
     /// Runs the CPU code on `p`: the answer CPU workers give and FPGA answers are held to.

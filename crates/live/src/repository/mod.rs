@@ -15,6 +15,7 @@
 //! - [`own`]: Spork's own repository (sobel, bloom, dense), embedded, the default; [`vitis`]: a
 //!   model's RTL as a Vitis kernel (`spork kernel package`).
 
+pub mod arena;
 mod batch;
 pub mod check;
 pub mod cpu;
@@ -26,6 +27,7 @@ pub mod own;
 mod request;
 pub mod rtl;
 pub mod shape;
+pub mod shm;
 pub mod spec;
 pub mod stream;
 pub mod tensor;

@@ -2,9 +2,12 @@
 //! dimension bounds), its outputs sized from the bound dimensions, its items counted; and random
 //! requests drawn from the spec for `spork kernel check`.
 
+use std::sync::Arc;
+
 use rand::{Rng, RngExt};
 use spork_kernel::ffi::DType;
 
+use super::arena::Arena;
 use super::shape;
 use super::spec::ModelSpec;
 use super::tensor::TensorBuf;
@@ -40,10 +43,17 @@ impl ModelSpec {
 
     /// The outputs for bound dimensions `values`, zeroed.
     pub fn outputs_for(&self, values: &[u64]) -> Vec<TensorBuf> {
+        self.outputs_in(None, values)
+    }
+
+    /// As [`ModelSpec::outputs_for`], in `arena` where it has room.
+    pub fn outputs_in(&self, arena: Option<&Arc<Arena>>, values: &[u64]) -> Vec<TensorBuf> {
         self.output_shapes(values)
             .into_iter()
             // The spec's bounds keep every tensor under 2^32 elements: this always fits.
-            .map(|(dtype, shape)| TensorBuf::zeroed(dtype, &shape).unwrap_or_else(|| TensorBuf::empty(dtype)))
+            .map(|(dtype, shape)| {
+                TensorBuf::zeroed_in(arena, dtype, &shape).unwrap_or_else(|| TensorBuf::empty(dtype))
+            })
             .collect()
     }
 

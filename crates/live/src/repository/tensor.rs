@@ -1,18 +1,54 @@
 //! A tensor of any ABI datatype, its bytes held 8-byte aligned (what `spork_kernel.h` promises a
 //! kernel): the inputs and outputs of a repository model's kernel.
 
+use std::sync::Arc;
+
 use spork_kernel::ffi::DType;
 
+use super::arena::{Arena, Block};
+
 /// A row-major tensor in the machine's byte order.
-#[derive(Clone, PartialEq, Eq)]
 pub struct TensorBuf {
     /// Element type.
     pub dtype: DType,
     /// Dimensions.
     pub shape: Vec<u64>,
-    words: Vec<u64>,
+    store: Store,
     len: usize,
 }
+
+/// Where a tensor's bytes live.
+enum Store {
+    /// The server's own heap.
+    Heap(Vec<u64>),
+    /// A model's shared arena, where its kernel processes read or write them in place.
+    Shared(Block),
+}
+
+/// A copy on the heap (a copy is the server's, not shared with any kernel).
+impl Clone for TensorBuf {
+    fn clone(&self) -> TensorBuf {
+        match &self.store {
+            Store::Heap(words) => TensorBuf {
+                dtype: self.dtype,
+                shape: self.shape.clone(),
+                store: Store::Heap(words.clone()),
+                len: self.len,
+            },
+            Store::Shared(_) => TensorBuf::heap(self.dtype, &self.shape, self.bytes())
+                .unwrap_or_else(|| TensorBuf::empty(self.dtype)),
+        }
+    }
+}
+
+/// Equal type, shape and bytes, wherever they live.
+impl PartialEq for TensorBuf {
+    fn eq(&self, other: &TensorBuf) -> bool {
+        self.dtype == other.dtype && self.shape == other.shape && self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for TensorBuf {}
 
 impl std::fmt::Debug for TensorBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,21 +73,51 @@ impl TensorBuf {
     /// A zeroed tensor of `shape`; `None` if its size does not fit in memory's address range.
     pub fn zeroed(dtype: DType, shape: &[u64]) -> Option<TensorBuf> {
         let len = byte_len(dtype, shape)?;
-        Some(TensorBuf { dtype, shape: shape.to_vec(), words: vec![0; len.div_ceil(8)], len })
+        Some(TensorBuf { dtype, shape: shape.to_vec(), store: Store::Heap(vec![0; len.div_ceil(8)]), len })
+    }
+
+    /// A zeroed tensor of `shape` in `arena` when it has room, else on the heap; `None` if its size
+    /// does not fit in memory's address range.
+    pub fn zeroed_in(arena: Option<&Arc<Arena>>, dtype: DType, shape: &[u64]) -> Option<TensorBuf> {
+        let len = byte_len(dtype, shape)?;
+        match arena.and_then(|a| a.zeroed(len)) {
+            Some(b) => Some(TensorBuf { dtype, shape: shape.to_vec(), store: Store::Shared(b), len }),
+            None => TensorBuf::zeroed(dtype, shape),
+        }
     }
 
     /// A tensor of no element (shape `[0]`).
     pub fn empty(dtype: DType) -> TensorBuf {
-        TensorBuf { dtype, shape: vec![0], words: Vec::new(), len: 0 }
+        TensorBuf { dtype, shape: vec![0], store: Store::Heap(Vec::new()), len: 0 }
     }
 
     /// A tensor holding `bytes`, which must be exactly `shape`'s elements: one pass over them (a
     /// request's input is copied in once, not zeroed first).
     pub fn from_bytes(dtype: DType, shape: &[u64], bytes: &[u8]) -> Option<TensorBuf> {
+        TensorBuf::from_bytes_in(None, dtype, shape, bytes)
+    }
+
+    /// As [`TensorBuf::from_bytes`], in `arena` when it has room (a request decoded straight into
+    /// the memory its model's kernel processes read).
+    pub fn from_bytes_in(
+        arena: Option<&Arc<Arena>>,
+        dtype: DType,
+        shape: &[u64],
+        bytes: &[u8],
+    ) -> Option<TensorBuf> {
         let len = byte_len(dtype, shape)?;
         if len != bytes.len() {
             return None;
         }
+        match arena.and_then(|a| a.copy_of(bytes)) {
+            Some(b) => Some(TensorBuf { dtype, shape: shape.to_vec(), store: Store::Shared(b), len }),
+            None => TensorBuf::heap(dtype, shape, bytes),
+        }
+    }
+
+    /// `bytes` (exactly `shape`'s) on the heap.
+    fn heap(dtype: DType, shape: &[u64], bytes: &[u8]) -> Option<TensorBuf> {
+        let len = bytes.len();
         let (whole, tail) = bytes.split_at(len - len % 8);
         let mut words: Vec<u64> = Vec::with_capacity(len.div_ceil(8));
         words.extend(whole.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default())));
@@ -60,19 +126,37 @@ impl TensorBuf {
             last[..tail.len()].copy_from_slice(tail);
             words.push(u64::from_ne_bytes(last));
         }
-        Some(TensorBuf { dtype, shape: shape.to_vec(), words, len })
+        Some(TensorBuf { dtype, shape: shape.to_vec(), store: Store::Heap(words), len })
+    }
+
+    /// The arena block its bytes lie in, if shared.
+    pub fn block(&self) -> Option<&Block> {
+        match &self.store {
+            Store::Shared(b) => Some(b),
+            Store::Heap(_) => None,
+        }
     }
 
     /// Its elements' bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `words` holds at least `len` initialised bytes; u8 has no alignment needs.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.len) }
+        match &self.store {
+            // SAFETY: `words` holds at least `len` initialised bytes; u8 has no alignment needs.
+            Store::Heap(words) => unsafe {
+                std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), self.len)
+            },
+            Store::Shared(b) => b.bytes(),
+        }
     }
 
     /// Its elements' bytes, to write.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, uniquely borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.len) }
+        match &mut self.store {
+            // SAFETY: as in `bytes`, uniquely borrowed.
+            Store::Heap(words) => unsafe {
+                std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), self.len)
+            },
+            Store::Shared(b) => b.bytes_mut(),
+        }
     }
 
     /// Elements.
@@ -110,12 +194,12 @@ impl TensorBuf {
 
     /// The data pointer of an input handed to a kernel (8-byte aligned; read-only by the ABI).
     pub fn as_ptr(&self) -> *const u8 {
-        self.words.as_ptr().cast()
+        self.bytes().as_ptr()
     }
 
     /// The data pointer of an output handed to a kernel (8-byte aligned).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr().cast()
+        self.bytes_mut().as_mut_ptr()
     }
 
     /// Bytes held.

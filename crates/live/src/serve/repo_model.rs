@@ -11,7 +11,6 @@ use crate::datapath::work::{Answer, Output, Payload, Work};
 use crate::repository::kernel::RepoKernel;
 use crate::repository::shape::{self, DimExpr};
 use crate::repository::spec::TensorSpec;
-use crate::repository::tensor::TensorBuf;
 
 /// The model's inputs and outputs, the optional part's after the mandatory ones.
 pub fn signature(k: &RepoKernel) -> (Vec<Signature>, Vec<Signature>) {
@@ -123,7 +122,8 @@ pub fn decode(k: &Arc<RepoKernel>, tensors: &[Tensor], bound: &Bound) -> Result<
 fn payload(k: &RepoKernel, given: &[&Tensor], dims: &[u64]) -> Result<Payload, ServeError> {
     let mut bufs = Vec::with_capacity(given.len());
     for t in given {
-        let buf = TensorBuf::from_bytes(t.datatype, &t.shape, &t.data)
+        let buf = k
+            .input(t.datatype, &t.shape, &t.data)
             .ok_or_else(|| bad(k, format!("input '{}' does not fit in memory", t.name)))?;
         bufs.push(buf);
     }

@@ -15,7 +15,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
-use super::shm::Window;
+use crate::repository::shm::Window;
 
 /// The header's size: tensors start past it.
 pub const HEADER: usize = 64 << 10;
@@ -208,10 +208,10 @@ mod tests {
     use std::os::fd::{FromRawFd, OwnedFd};
 
     fn pair() -> (Window, Window) {
-        let a = Window::create(HEADER + 4096).unwrap();
+        let a = Window::create(HEADER + 4096, crate::repository::shm::Writers::All).unwrap();
         // SAFETY: a duplicate of a's descriptor.
         let dup = unsafe { OwnedFd::from_raw_fd(libc::dup(a.raw_fd())) };
-        let b = Window::map(dup, a.len()).unwrap();
+        let b = Window::map(dup, a.len(), true).unwrap();
         (a, b)
     }
 

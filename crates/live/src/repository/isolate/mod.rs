@@ -7,20 +7,19 @@
 //! call's timeout, is replaced at the next call after a backoff; one that keeps dying makes the
 //! model unavailable, with the reason.
 //!
-//! - [`wire`]: the messages; [`shm`]: the window; [`doorbell`]: a call's hand-off through it;
+//! - [`wire`]: the messages; [`shm`](super::shm): the window; [`doorbell`]: a call's hand-off through it;
 //!   [`process`]: one process from the server's side; [`child`]: the process's own side.
 
 pub mod child;
 pub mod doorbell;
 pub mod process;
-pub mod shm;
 pub mod wire;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-pub use process::{Failure, KernelProcess, Launch};
+pub use process::{Arenas, Failure, KernelProcess, Launch};
 
 /// The hidden first argument that makes the `spork` binary a kernel process.
 pub const SUBCOMMAND: &str = "__kernel-process";
@@ -29,6 +28,13 @@ use super::tensor::TensorBuf;
 
 /// Deaths in a row (no answer between) after which the model is unavailable.
 pub const DEATHS_TO_UNAVAILABLE: u32 = 5;
+
+/// Each of a model's two arenas holds twice its largest call's tensors, within these bounds: the
+/// inputs' arena cannot give pages back (it is sealed against kernels' writes, hole punching
+/// included), so its size is what it can keep resident; a tensor that finds no room is copied
+/// through the process's window instead.
+const ARENA_MIN: usize = 1 << 20;
+const ARENA_MAX: usize = 32 << 20;
 
 /// The first restart's wait; each death in a row doubles it, up to [`BACKOFF_MAX`].
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -56,6 +62,7 @@ struct Health {
 /// them (one per concurrent call).
 pub struct Isolated {
     launch: Launch,
+    arenas: Arenas,
     timeout: Duration,
     idle: Mutex<Vec<KernelProcess>>,
     health: Mutex<Health>,
@@ -73,9 +80,13 @@ impl Isolated {
     /// Starts the first process now, so a library that does not open or initialise is refused at
     /// load; `timeout` bounds that start and every call.
     pub fn start(launch: Launch, timeout: Duration) -> Result<Isolated, String> {
-        let first = KernelProcess::start(&launch, timeout).map_err(message)?;
+        let len = launch.window.saturating_mul(2).clamp(ARENA_MIN, ARENA_MAX);
+        let arenas =
+            Arenas::create(len).map_err(|e| format!("cannot make the model's shared arenas: {e}"))?;
+        let first = KernelProcess::start(&launch, &arenas, timeout).map_err(message)?;
         let iso = Isolated {
             launch,
+            arenas,
             timeout,
             idle: Mutex::new(vec![first]),
             health: Mutex::new(Health::default()),
@@ -88,7 +99,7 @@ impl Isolated {
     /// Runs one call in an idle process (or a new one).
     pub fn run(&self, inputs: &[TensorBuf], outputs: &mut [TensorBuf]) -> Result<(), String> {
         let mut p = self.take()?;
-        match p.run(inputs, outputs, self.timeout) {
+        match p.run(&self.arenas, inputs, outputs, self.timeout) {
             Ok(()) => {
                 self.health().deaths_in_row = 0;
                 self.idle.lock().unwrap_or_else(PoisonError::into_inner).push(p);
@@ -111,6 +122,11 @@ impl Isolated {
                 Err(m)
             }
         }
+    }
+
+    /// The arenas its requests' tensors are made in, so its kernel processes run them in place.
+    pub fn arenas(&self) -> &Arenas {
+        &self.arenas
     }
 
     /// Wakes the idle process the next call will take, if it sleeps; a protocol thread calls this
@@ -148,7 +164,7 @@ impl Isolated {
         // request after a crash is served late rather than refused; the wait is at most BACKOFF_MAX.
         std::thread::sleep(wait);
         self.counters.started.fetch_add(1, Ordering::Relaxed);
-        KernelProcess::start(&self.launch, self.timeout).map_err(|f| {
+        KernelProcess::start(&self.launch, &self.arenas, self.timeout).map_err(|f| {
             let m = message(f.clone());
             if matches!(f, Failure::Died(_) | Failure::TimedOut(_)) {
                 self.died(&m);

@@ -6,12 +6,14 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::child::WINDOW_FD;
 use super::doorbell::{self, HEADER, Side, Woken};
-use super::shm::Window;
-use super::wire::{self, Desc, FromKernel, ToKernel};
+use super::wire::{self, Desc, FromKernel, Region, ToKernel};
+use crate::repository::arena::Arena;
+use crate::repository::shm::{Window, Writers};
 use crate::repository::tensor::TensorBuf;
 
 /// What a kernel process is started with.
@@ -27,6 +29,26 @@ pub struct Launch {
     pub window: usize,
     /// The most heap the kernel may hold (RLIMIT_DATA), past the window.
     pub memory: u64,
+}
+
+/// A model's arenas, which every one of its kernel processes maps: tensors made in them are run in
+/// place, any other is copied through the process's own window.
+#[derive(Clone, Debug)]
+pub struct Arenas {
+    /// Requests' inputs: the server writes, kernel processes read.
+    pub inputs: Arc<Arena>,
+    /// Answers: kernel processes write.
+    pub outputs: Arc<Arena>,
+}
+
+impl Arenas {
+    /// Two arenas of `len` bytes each.
+    pub fn create(len: usize) -> std::io::Result<Arenas> {
+        Ok(Arenas {
+            inputs: Arena::create(len, Writers::Server)?,
+            outputs: Arena::create(len, Writers::All)?,
+        })
+    }
 }
 
 /// Why a call gave no answer.
@@ -57,24 +79,37 @@ pub struct KernelProcess {
 
 impl KernelProcess {
     /// Starts one and waits (at most `timeout`) for its library to open and its state to be made.
-    pub fn start(l: &Launch, timeout: Duration) -> Result<KernelProcess, Failure> {
+    pub fn start(l: &Launch, arenas: &Arenas, timeout: Duration) -> Result<KernelProcess, Failure> {
         let start = |e: std::io::Error| Failure::Died(format!("cannot start the kernel process: {e}"));
-        let window = Window::create(HEADER.saturating_add(l.window)).map_err(start)?;
+        let window = Window::create(HEADER.saturating_add(l.window), Writers::All).map_err(start)?;
         let (ours, theirs) = UnixStream::pair().map_err(start)?;
         let mut cmd = Command::new(binary().map_err(Failure::Died)?);
-        cmd.arg(super::SUBCOMMAND).arg(&l.library).arg(window.len().to_string());
+        cmd.arg(super::SUBCOMMAND).arg(&l.library);
+        for len in [window.len(), arenas.inputs.len(), arenas.outputs.len()] {
+            cmd.arg(len.to_string());
+        }
         cmd.stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::from(std::io::stderr().as_fd().try_clone_to_owned().map_err(start)?))
             .stderr(Stdio::inherit());
-        let (fd, data) = (window.raw_fd(), rlimit(l.memory));
-        // SAFETY: between fork and exec this runs only dup2, fcntl and setrlimit, which are
+        let fds = [window.raw_fd(), arenas.inputs.raw_fd(), arenas.outputs.raw_fd()];
+        let data = rlimit(l.memory);
+        // SAFETY: between fork and exec this runs only fcntl, dup2 and setrlimit, which are
         // async-signal-safe, on descriptors and values computed before the fork.
         unsafe {
             cmd.pre_exec(move || {
-                if fd == WINDOW_FD {
-                    libc::fcntl(fd, libc::F_SETFD, 0);
-                } else if libc::dup2(fd, WINDOW_FD) < 0 {
-                    return Err(std::io::Error::last_os_error());
+                // Each moved above the targets first (closed at exec), so no source is overwritten
+                // before it is placed; dup2 leaves the placed ones open across exec.
+                let mut high = [0; 3];
+                for (h, &fd) in high.iter_mut().zip(&fds) {
+                    *h = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, WINDOW_FD + 16);
+                    if *h < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                for (target, &h) in (WINDOW_FD..).zip(&high) {
+                    if libc::dup2(h, target) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 let limit = libc::rlimit { rlim_cur: data, rlim_max: data };
                 libc::setrlimit(libc::RLIMIT_DATA, &limit);
@@ -106,17 +141,20 @@ impl KernelProcess {
         doorbell::wake(&self.window, &self.sock);
     }
 
-    /// Runs one call: `inputs` copied into the window, the kernel's `outputs` copied out. A call
-    /// past `timeout` kills the process.
+    /// Runs one call: tensors in `arenas` in place, any other input copied into the window and
+    /// output copied out. A call past `timeout` kills the process.
     pub fn run(
         &mut self,
+        arenas: &Arenas,
         inputs: &[TensorBuf],
         outputs: &mut [TensorBuf],
         timeout: Duration,
     ) -> Result<(), Failure> {
-        let used = self.lay_out(inputs, outputs)?;
+        let used = self.lay_out(arenas, inputs, outputs)?;
         for (t, d) in inputs.iter().zip(&self.descs.0) {
-            if let Some(w) = self.window.slice_mut(d.offset as usize, t.len()) {
+            if d.region == Region::Window
+                && let Some(w) = self.window.slice_mut(d.offset as usize, t.len())
+            {
                 w.copy_from_slice(t.bytes());
             }
         }
@@ -132,7 +170,9 @@ impl KernelProcess {
         let result = match reply {
             FromKernel::Done(Ok(())) => {
                 for (t, d) in outputs.iter_mut().zip(&self.descs.1) {
-                    if let Some(w) = self.window.slice(d.offset as usize, t.len()) {
+                    if d.region == Region::Window
+                        && let Some(w) = self.window.slice(d.offset as usize, t.len())
+                    {
                         t.bytes_mut().copy_from_slice(w);
                     }
                 }
@@ -145,22 +185,15 @@ impl KernelProcess {
         result
     }
 
-    /// Places each tensor at an 8-byte aligned offset (64: a cache line) in the window, past its
-    /// header; the bytes used. A call larger than the window is refused.
-    fn lay_out(&mut self, inputs: &[TensorBuf], outputs: &[TensorBuf]) -> Result<usize, Failure> {
-        let mut at = HEADER;
-        let mut place = |t: &TensorBuf| {
-            let d = Desc {
-                dtype: t.dtype as u32,
-                shape: t.shape.clone(),
-                offset: at as u64,
-                bytes: t.len() as u64,
-            };
-            at = at.saturating_add(t.len()).next_multiple_of(64);
-            d
-        };
-        self.descs.0 = inputs.iter().map(&mut place).collect();
-        self.descs.1 = outputs.iter().map(&mut place).collect();
+    /// Says where each tensor lies ([`lay_out`]); the window's bytes used. A call larger than the
+    /// window is refused.
+    fn lay_out(
+        &mut self,
+        arenas: &Arenas,
+        inputs: &[TensorBuf],
+        outputs: &[TensorBuf],
+    ) -> Result<usize, Failure> {
+        let at = lay_out(arenas, inputs, outputs, &mut self.descs);
         if at > self.window.len() {
             return Err(Failure::Refused(format!(
                 "the request's tensors take {at} bytes, past the kernel process's window of {} bytes",
@@ -254,6 +287,38 @@ impl Drop for KernelProcess {
     }
 }
 
+/// Where each tensor lies for a call: in place if it lies in its arena (an input in the inputs',
+/// an output in the outputs'), else at an 8-byte aligned offset (64: a cache line) in the window,
+/// past its header; the window's end so far.
+fn lay_out(
+    arenas: &Arenas,
+    inputs: &[TensorBuf],
+    outputs: &[TensorBuf],
+    descs: &mut (Vec<Desc>, Vec<Desc>),
+) -> usize {
+    let mut at = HEADER;
+    let mut place = |t: &TensorBuf, arena: &Arc<Arena>, region: Region| {
+        let (region, offset) = match t.block().filter(|b| Arc::ptr_eq(b.arena(), arena)) {
+            Some(b) => (region, b.offset()),
+            None => {
+                let here = at;
+                at = at.saturating_add(t.len()).next_multiple_of(64);
+                (Region::Window, here)
+            }
+        };
+        Desc {
+            dtype: t.dtype as u32,
+            shape: t.shape.clone(),
+            region,
+            offset: offset as u64,
+            bytes: t.len() as u64,
+        }
+    };
+    descs.0 = inputs.iter().map(|t| place(t, &arenas.inputs, Region::Inputs)).collect();
+    descs.1 = outputs.iter().map(|t| place(t, &arenas.outputs, Region::Outputs)).collect();
+    at
+}
+
 /// RLIMIT_DATA for `memory` bytes of heap: the shared window is a shared mapping and does not
 /// count, the process's own image does (a few megabytes).
 fn rlimit(memory: u64) -> libc::rlim_t {
@@ -291,4 +356,39 @@ pub fn binary() -> Result<PathBuf, String> {
             exe.display()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use spork_kernel::ffi::DType;
+
+    use super::*;
+
+    #[test]
+    fn tensors_in_the_models_arenas_run_in_place_and_any_other_goes_through_the_window() {
+        let (ours, theirs) = (Arenas::create(1 << 20).unwrap(), Arenas::create(1 << 20).unwrap());
+        let request = TensorBuf::from_bytes_in(Some(&ours.inputs), DType::Uint8, &[100], &[1; 100]).unwrap();
+        let heap = TensorBuf::from_bytes(DType::Uint8, &[10], &[2; 10]).unwrap();
+        let answer = TensorBuf::zeroed_in(Some(&ours.outputs), DType::Uint8, &[100]).unwrap();
+        let foreign = TensorBuf::zeroed_in(Some(&theirs.outputs), DType::Uint8, &[100]).unwrap();
+        let misplaced = TensorBuf::zeroed_in(Some(&ours.inputs), DType::Uint8, &[8]).unwrap();
+        let (at_in, at_out) =
+            (request.block().unwrap().offset() as u64, answer.block().unwrap().offset() as u64);
+        let mut descs = (Vec::new(), Vec::new());
+        let end = lay_out(&ours, &[request, heap], &[answer, foreign, misplaced], &mut descs);
+        let places: Vec<(Region, u64)> =
+            descs.0.iter().chain(&descs.1).map(|d| (d.region, d.offset)).collect();
+        let h = HEADER as u64;
+        assert_eq!(
+            places,
+            [
+                (Region::Inputs, at_in),
+                (Region::Window, h),
+                (Region::Outputs, at_out),
+                (Region::Window, h + 64),
+                (Region::Window, h + 192),
+            ]
+        );
+        assert_eq!(end, HEADER + 256, "only the copied tensors take window bytes");
+    }
 }

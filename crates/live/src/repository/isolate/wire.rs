@@ -11,14 +11,27 @@ pub const REPLY_MAX: usize = 16 * 1024;
 /// The largest frame a kernel process reads from the server: names and shapes.
 pub const REQUEST_MAX: usize = 16 * 1024 * 1024;
 
-/// Where one tensor lies in the shared window.
+/// The shared memory a tensor lies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// The kernel process's own window, past its header (a tensor copied in or out for the call).
+    Window = 0,
+    /// The model's inputs arena (read-only in a kernel process): a request decoded in place.
+    Inputs = 1,
+    /// The model's outputs arena: the kernel writes the answer in place.
+    Outputs = 2,
+}
+
+/// Where one tensor lies in shared memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Desc {
     /// Its ABI type code.
     pub dtype: u32,
     /// Its dimensions.
     pub shape: Vec<u64>,
-    /// Its first byte's offset in the window.
+    /// The memory it lies in.
+    pub region: Region,
+    /// Its first byte's offset in that memory.
     pub offset: u64,
     /// Its size in bytes.
     pub bytes: u64,
@@ -80,6 +93,7 @@ impl Out {
             self.u32(d.dtype);
             self.u32(d.shape.len() as u32);
             d.shape.iter().for_each(|&x| self.u64(x));
+            self.u32(d.region as u32);
             self.u64(d.offset);
             self.u64(d.bytes);
         }
@@ -123,13 +137,19 @@ impl In<'_> {
         (0..n).map(|_| self.text()).collect()
     }
     fn descs(&mut self) -> Result<Vec<Desc>, Malformed> {
-        let n = self.count(24)?;
+        let n = self.count(28)?;
         (0..n)
             .map(|_| {
                 let dtype = self.u32()?;
                 let rank = self.count(8)?;
                 let shape = (0..rank).map(|_| self.u64()).collect::<Result<_, _>>()?;
-                Ok(Desc { dtype, shape, offset: self.u64()?, bytes: self.u64()? })
+                let region = match self.u32()? {
+                    0 => Region::Window,
+                    1 => Region::Inputs,
+                    2 => Region::Outputs,
+                    _ => return Err(Malformed("region")),
+                };
+                Ok(Desc { dtype, shape, region, offset: self.u64()?, bytes: self.u64()? })
             })
             .collect()
     }
@@ -254,7 +274,7 @@ mod tests {
 
     #[test]
     fn every_message_decodes_to_itself() {
-        let d = Desc { dtype: 1, shape: vec![3, 4], offset: 64, bytes: 12 };
+        let d = Desc { dtype: 1, shape: vec![3, 4], region: Region::Outputs, offset: 64, bytes: 12 };
         let to = [
             ToKernel::Init {
                 config: "k=1".into(),
