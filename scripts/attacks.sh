@@ -208,7 +208,7 @@ attack1() {
   # The same fixture made to dereference NULL on every request, beside satadd, at start.
   local repo2="$work/r1b"
   fixture hostile "$repo2/always" && fixture satadd "$repo2/satadd"
-  sed -i 's/if (n > 0 \&\& x\[0\] == 4951) {/if (1) {/; s/misbehave(y\[0\]);/misbehave(1);/' "$repo2/always/cpu/hostile.c"
+  sed -i 's/if (n > 0 \&\& x\[0\] == 4951) {/if (1) {/; s/misbehave(y\[0\], &inputs\[0\]);/misbehave(1, \&inputs[0]);/' "$repo2/always/cpu/hostile.c"
   start a1b --scheduler cpu-dynamic --model-repository "$repo2"
   if [ "$up" = 1 ]; then
     say "1b NULL deref on every request: server up after $started s; always: $(excerpt "$(index_of always)" 120); satadd: $(excerpt "$(add satadd 1,32767 3,1)" 3)"
