@@ -36,6 +36,37 @@ struct Serve {
     child: Child,
     http: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// What health said from the moment it listened until it was ready (its models loading).
+    start_up: StartUp,
+}
+
+/// Health while the models load at start.
+#[derive(Debug, Default)]
+struct StartUp {
+    live_probes: u32,
+    slowest_live: Duration,
+    live_failures: Vec<String>,
+    /// Readiness probes answered 503 (not ready) before the server said it was ready.
+    not_ready: u32,
+}
+
+/// Probes `/v2/health/live` and `/v2/health/ready` every 20 ms until `stop`.
+fn watch_start_up(addr: SocketAddr, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<StartUp> {
+    std::thread::spawn(move || {
+        let mut seen = StartUp::default();
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            let (status, body) = http(addr, "GET", "/v2/health/live", "");
+            seen.slowest_live = seen.slowest_live.max(t.elapsed());
+            seen.live_probes += 1;
+            if status != 200 {
+                seen.live_failures.push(format!("{status} {body}"));
+            }
+            seen.not_ready += u32::from(http(addr, "GET", "/v2/health/ready", "").0 == 503);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        seen
+    })
 }
 
 impl Serve {
@@ -58,19 +89,32 @@ impl Serve {
         let kept = log.clone();
         std::thread::spawn(move || {
             use std::io::BufRead;
+            let first = |rest: &str| rest.split(',').next().unwrap_or_default().trim().to_string();
+            let mut watching = None;
             for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
                 // Logged before the address is handed over: the caller reads the log's line at once.
                 kept.lock().expect("log").push_str(&format!("{line}\n"));
+                // Listening, its models still loading: health is watched until it is ready.
+                if let Some(Ok(addr)) =
+                    line.strip_prefix("spork serve: listening: HTTP ").map(|r| first(r).parse())
+                {
+                    let stop = Arc::new(AtomicBool::new(false));
+                    watching = Some((stop.clone(), watch_start_up(addr, stop)));
+                }
                 if let Some(rest) = line.strip_prefix("spork serve: HTTP on ") {
-                    let _ = tx.send(rest.split(',').next().unwrap_or_default().trim().to_string());
+                    let start_up = watching.take().map(|(stop, h): (Arc<AtomicBool>, _)| {
+                        stop.store(true, Ordering::Relaxed);
+                        h.join().expect("the start-up watcher")
+                    });
+                    let _ = tx.send((first(rest), start_up.unwrap_or_default()));
                 }
             }
         });
-        let Ok(addr) = rx.recv_timeout(Duration::from_secs(300)) else {
+        let Ok((addr, start_up)) = rx.recv_timeout(Duration::from_secs(300)) else {
             let _ = child.kill();
             panic!("the server did not start:\n{}", log.lock().expect("log"));
         };
-        Serve { child, http: addr.parse().expect("an address"), log }
+        Serve { child, http: addr.parse().expect("an address"), log, start_up }
     }
 
     /// The gRPC address the server's start-up line names.
@@ -308,7 +352,8 @@ fn fifo(path: &Path) {
 }
 
 /// Model folders a careless or hostile author might write, each left out at start with a reason
-/// naming its cause, while the server starts and serves the good ones: a source outside the folder
+/// naming its cause, while the server starts (listening first: live within 100 ms throughout the
+/// loads, not ready until they end) and serves the good ones: a source outside the folder
 /// (by `..` and by an absolute path), a source named as a compiler flag, a FIFO named as a header,
 /// a FIFO included by absolute path (the compiler is killed at the build limit), a named header
 /// past the file bound (a sparse 21 GiB file), sizes no tensor or budget holds (2^32
@@ -366,6 +411,11 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
     std::fs::write(&c, crashing).expect("write");
 
     let serve = Serve::start(&repo, &tmp.path().join("cache"), &["--build-timeout", "3s"]);
+    // The FIFO include alone holds the loads 3 s: liveness answered throughout, readiness said no.
+    let s = &serve.start_up;
+    assert!(s.live_failures.is_empty(), "{:?}", s.live_failures);
+    assert!(s.live_probes >= 50 && s.not_ready >= 50, "too few probes while loading: {s:?}");
+    assert!(s.slowest_live < Duration::from_millis(100), "live took {:?} while loading", s.slowest_live);
     let (status, body) = add(serve.http, "satadd", &[1, 32767], &[2, 1]);
     assert_eq!((status, sum(&body)), (200, vec![3, 32767]), "{body}");
     for (model, cause) in [

@@ -18,7 +18,7 @@ use spork::policy::Scheduler;
 use spork::priority::Priority;
 use spork::serve::control::ModelControl;
 use spork::serve::server::MAX_DEADLINE_MS;
-use spork::serve::{Kernelled, Limits, ServeConfig};
+use spork::serve::{Limits, ServeConfig};
 use std::sync::Arc;
 
 use super::board_args::{BoardArg, Images, RealBoard, model_board};
@@ -309,7 +309,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         n => format!("{cpus} (--max-cpu), {n} held warm (--min-cpu)"),
     };
     let io_priority = cfg.io_priority;
-    let running = spork::serve::start(cfg).context("starting the server")?;
+    let mut running = spork::serve::start(cfg).context("starting the server")?;
+    eprintln!(
+        "spork serve: listening: HTTP {}, gRPC {}; loading the models (live now, ready once they are loaded)",
+        running.http, running.grpc
+    );
+    running.load_pending(|name, loaded| match loaded {
+        Ok(()) => eprintln!("model {name}: loaded"),
+        Err(why) => eprintln!("model {name}: not loaded: {why}"),
+    });
+    if running.server.models().is_empty() {
+        running.drain();
+        bail!(
+            "no model to serve: every model of the repositories failed to load (see above); fix them or add --models"
+        );
+    }
     eprintln!(
         "spork serve: HTTP on {}, gRPC on {}; models {}; CPU workers per model at most {cpus}; protocol threads at {io_priority} priority; ready (SIGTERM or Ctrl-C drains)",
         running.http,
@@ -500,25 +514,19 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         real_board,
         memory_budget: limits.memory_budget as u64,
     };
-    let mut not_loaded = Vec::new();
-    let mut kernels = Vec::new();
+    let mut pending = Vec::new();
     for repo in &repositories {
         // With --models, only the models named start; the others stay loadable. Spork's own
         // repository, when no model is named, only when no other is given.
-        kernels.extend(repository_models(repo, named.as_deref(), &measure, &mut not_loaded)?);
+        pending.extend(repository_models(repo, named.as_deref())?);
     }
     let repository = Some(spork::serve::RepositorySetup {
         dirs: repositories.clone(),
         control,
         control_token,
         measure: measure.clone(),
-        not_loaded,
+        pending,
     });
-    if kernels.is_empty() {
-        bail!(
-            "no model to serve: every model of the repositories failed to load (see above); fix them or add --models"
-        );
-    }
     // The server's board; a real board's models each have their own (above), so it goes unused.
     let board = match (remote, which) {
         (Some(hosts), _) => Board::Remote(hosts),
@@ -528,7 +536,7 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
     Ok(ServeConfig {
         http,
         grpc,
-        kernels,
+        kernels: Vec::new(),
         plan,
         board,
         boards,
@@ -722,43 +730,18 @@ fn served_names(repositories: &[PathBuf]) -> Vec<String> {
     names
 }
 
-/// Every model of repository `dir`, loaded as `measure` says and measured; a model that fails to load is
-/// reported on stderr with its fix and left out, so the others serve.
-fn repository_models(
-    dir: &std::path::Path,
-    only: Option<&[String]>,
-    measure: &spork::serve::control::Measure,
-    not_loaded: &mut Vec<(String, String)>,
-) -> anyhow::Result<Vec<Kernelled>> {
-    let scanned = spork::repository::scan(dir)?;
-    if scanned.is_empty() {
+/// The models of repository `dir` to load at start (those `only` names, if given), in order; they
+/// load once the server listens ([`spork::serve::Running::load_pending`]).
+fn repository_models(dir: &std::path::Path, only: Option<&[String]>) -> anyhow::Result<Vec<String>> {
+    let folders = spork::repository::folders(dir)?;
+    if folders.is_empty() {
         bail!(
             "{} holds no model (a model is a folder with a model.toml): see docs/model-repository.md",
             dir.display()
         );
     }
-    let mut out = Vec::new();
-    for (folder, spec) in scanned {
-        let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if only.is_some_and(|names| !names.contains(&name)) {
-            continue;
-        }
-        let loaded = spec
-            .map_err(anyhow::Error::from)
-            .and_then(|spec| measure.kernelled(spec).map_err(anyhow::Error::msg));
-        match loaded {
-            Ok(k) => {
-                eprintln!("model {}: loaded from {}", k.image.kernel.name(), folder.display());
-                out.push(k);
-            }
-            Err(e) => {
-                eprintln!("model {}: not loaded: {e:#}", folder.display());
-                let name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                not_loaded.push((name, format!("{e:#}")));
-            }
-        }
-    }
-    Ok(out)
+    let names = folders.iter().filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()));
+    Ok(names.filter(|name| only.is_none_or(|names| names.contains(name))).collect())
 }
 
 #[cfg(test)]

@@ -42,9 +42,8 @@ use spork_core::input::InputError;
 /// A model folder and what loading it gave.
 pub type Scanned = (PathBuf, Result<ModelSpec, InputError>);
 
-/// A repository folder's models: each folder holding a `model.toml`, loaded or refused on its own
-/// (one bad model does not keep the others out), sorted by name.
-pub fn scan(dir: &Path) -> Result<Vec<Scanned>, InputError> {
+/// A repository folder's model folders (each holding a `model.toml`), sorted by name.
+pub fn folders(dir: &Path) -> Result<Vec<PathBuf>, InputError> {
     let entries = std::fs::read_dir(dir).map_err(|source| InputError::Io {
         action: "list",
         path: dir.to_path_buf(),
@@ -53,5 +52,11 @@ pub fn scan(dir: &Path) -> Result<Vec<Scanned>, InputError> {
     let mut folders: Vec<PathBuf> =
         entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("model.toml").is_file()).collect();
     folders.sort();
-    Ok(folders.into_iter().map(|f| (f.clone(), spec::load(&f))).collect())
+    Ok(folders)
+}
+
+/// A repository folder's models: each folder holding a `model.toml`, loaded or refused on its own
+/// (one bad model does not keep the others out), sorted by name.
+pub fn scan(dir: &Path) -> Result<Vec<Scanned>, InputError> {
+    Ok(folders(dir)?.into_iter().map(|f| (f.clone(), spec::load(&f))).collect())
 }

@@ -188,7 +188,7 @@ pub struct ServeConfig {
     pub kernel_timeout: Duration,
     /// Injected faults (tests, drills): failed board configurations, stalled kernels.
     pub faults: FaultPlan,
-    /// The model repositories, if any (their models loaded at start are in `kernels`).
+    /// The model repositories, if any (their models to load at start are in its `pending`).
     pub repository: Option<RepositorySetup>,
 }
 
@@ -204,8 +204,10 @@ pub struct RepositorySetup {
     pub control_token: Option<String>,
     /// How a model loaded at run time is measured.
     pub measure: control::Measure,
-    /// Why each model that failed to load at start is not served (shown in the index).
-    pub not_loaded: Vec<(String, String)>,
+    /// The models to load at start, in order: loaded after the listeners are up
+    /// ([`Running::load_pending`]), so that a folder whose build hangs delays only its own model
+    /// and liveness answers meanwhile.
+    pub pending: Vec<String>,
 }
 
 /// What every pool is started with: the plan, the board, the drain and kernel bounds, the shared
@@ -316,9 +318,12 @@ pub struct Running {
     pub server: Arc<Server>,
     listeners: listen::Listeners,
     rt: tokio::runtime::Runtime,
+    control: Option<Arc<control::Control>>,
+    pending: Vec<String>,
 }
 
-/// Starts the server: pools, a probe through each (readiness), then both listeners.
+/// Starts the server: pools, a probe through each, then both listeners; ready unless repository
+/// models wait to load ([`Running::load_pending`]).
 pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
     if let Some(repo) = &cfg.repository {
         control::check_exposure(repo.control, repo.control_token.is_some(), &[cfg.http, cfg.grpc])
@@ -397,8 +402,8 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             repo.control,
             repo.control_token.clone(),
         ));
-        for (name, why) in &repo.not_loaded {
-            control.note(name, why.clone());
+        for name in &repo.pending {
+            control.note(name, "waiting to load at start-up".into());
         }
         for k in &cfg.kernels {
             control.loaded_from(k.model.name(), &k.model.0.spec.dir);
@@ -410,13 +415,16 @@ pub fn start(cfg: ServeConfig) -> Result<Running, StartError> {
             control.leave_out(&server, &name, format!("its pool did not answer its start-up probe: {why}"));
         }
         server.set_control(control.clone());
-        if let control::ModelControl::Poll(every) = repo.control {
-            rt.spawn(control.poll(server.clone(), every));
-        }
     }
     let listeners = rt.block_on(listen::start(server.clone(), cfg.http, cfg.grpc, cfg.grace))?;
-    server.set_ready();
-    Ok(Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt })
+    let control = server.control().ok();
+    let pending = cfg.repository.map(|r| r.pending).unwrap_or_default();
+    let mut running =
+        Running { http: listeners.http, grpc: listeners.grpc, server, listeners, rt, control, pending };
+    if running.pending.is_empty() {
+        running.load_pending(|_, _| {});
+    }
+    Ok(running)
 }
 
 /// Resolves at SIGTERM or SIGINT (the server and `spork worker` stop on either).
@@ -439,6 +447,23 @@ fn probe(image: &KernelImage) -> Arc<Work> {
 }
 
 impl Running {
+    /// Loads the repository models waiting to load at start, one at a time, each as a client's load
+    /// would be (built within the build timeouts, probed, then served; a failure left out with its
+    /// reason in the index), telling `each` how it went; then polls the repositories if asked to,
+    /// and the server is ready. The listeners answer throughout (liveness; readiness false).
+    pub fn load_pending(&mut self, mut each: impl FnMut(&str, Result<(), String>)) {
+        if let Some(control) = &self.control {
+            for name in std::mem::take(&mut self.pending) {
+                let loaded = self.rt.block_on(control.load(&self.server, &name));
+                each(&name, loaded.map_err(|e| e.to_string()));
+            }
+            if let control::ModelControl::Poll(every) = control.mode() {
+                self.rt.spawn(control.clone().poll(self.server.clone(), every));
+            }
+        }
+        self.server.set_ready();
+    }
+
     /// Blocks until SIGTERM or SIGINT.
     pub fn wait_for_signal(&self) -> std::io::Result<()> {
         self.rt.block_on(terminated())
