@@ -311,7 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let io_priority = cfg.io_priority;
     let mut running = spork::serve::start(cfg).context("starting the server")?;
     eprintln!(
-        "spork serve: listening: HTTP {}, gRPC {}; loading the models (live now, ready once they are loaded)",
+        "spork serve: listening: HTTP {}, gRPC {}; loading the models (health/live answers meanwhile)",
         running.http, running.grpc
     );
     running.load_pending(|name, loaded| match loaded {
