@@ -87,9 +87,15 @@ start() {
   "$bin" serve --http 127.0.0.1:0 --grpc 127.0.0.1:0 --grace 1s "$@" >"$log" 2>&1 &
   spid=$!
   servers+=("$spid")
-  up=0 exit_code="" url=""
+  up=0 exit_code="" url="" listened="" start_health=""
   local i
   for ((i = 0; i < ${start_bound:-30} * 20; i++)); do
+    # Listening while its models load: health is probed until it says it is ready.
+    if [ -z "$listened" ] && grep -q '^spork serve: listening: HTTP' "$log"; then
+      listened="$(since "$t0")"
+      url="http://$(sed -n 's/^spork serve: listening: HTTP \([^,]*\),.*/\1/p' "$log")"
+      probe
+    fi
     if grep -q '^spork serve: HTTP on' "$log"; then
       url="http://$(sed -n 's/^spork serve: HTTP on \([^,]*\),.*/\1/p' "$log")"
       up=1
@@ -101,6 +107,10 @@ start() {
     fi
     sleep 0.05
   done
+  if [ -n "$probe_pid" ]; then
+    unprobe
+    start_health="$health"
+  fi
   started="$(since "$t0")"
 }
 
@@ -461,7 +471,7 @@ attack5() {
   took="$(since "$t0")"
   sleep 0.3
   unprobe
-  say "5 FIFO include (--build-timeout 10s): listening after $started s; fifoinclude: $at_start;" \
+  say "5 FIFO include (--build-timeout 10s): listening after $listened s, ready after $started s (health meanwhile: $start_health); fifoinclude: $at_start;" \
     "a load of it while serving: ${res%% *} after $took s; satadd $good; health $health"
   stop
 }
