@@ -55,7 +55,7 @@ enum Cpu {
     /// worker).
     InProcess { lib: Arc<CpuLibrary>, states: Mutex<Vec<CpuKernel>> },
     /// In kernel processes of its own.
-    Isolated(Isolated),
+    Isolated(Box<Isolated>),
 }
 
 /// One request's inputs with what the spec makes of them.
@@ -110,7 +110,7 @@ impl Cpu {
                 };
                 let iso = Isolated::start(launch, cpu.timeout)
                     .map_err(|reason| LoadError::Process { model: spec.name.clone(), reason })?;
-                Ok(Cpu::Isolated(iso))
+                Ok(Cpu::Isolated(Box::new(iso)))
             }
         }
     }
@@ -234,7 +234,7 @@ impl RepoKernel {
     /// Its kernel processes, when its CPU code runs isolated.
     pub fn isolated(&self) -> Option<&Isolated> {
         match &self.cpu {
-            Cpu::Isolated(iso) => Some(iso),
+            Cpu::Isolated(iso) => Some(iso.as_ref()),
             Cpu::InProcess { .. } => None,
         }
     }

@@ -105,7 +105,7 @@ impl Window {
     pub fn span(&self, offset: usize, len: usize) -> Option<*mut u8> {
         let inside = offset.checked_add(len).is_some_and(|end| end <= self.len);
         // SAFETY: inside the mapping.
-        (inside && offset % 8 == 0).then(|| unsafe { self.ptr.add(offset) })
+        (inside && offset.is_multiple_of(8)).then(|| unsafe { self.ptr.add(offset) })
     }
 
     /// Gives back the pages past [`KEEP`] after a call that used `used` bytes.
