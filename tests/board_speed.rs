@@ -100,3 +100,42 @@ fn a_board_slower_than_its_stated_speed_is_timed_at_its_rtls_speed_and_never_hel
     let (e, c) = (predicted(spork).expect("prediction"), predicted(cpus).expect("prediction"));
     assert!((e / c - 1.0).abs() < 0.02, "SporkE {e} J vs CPU-dynamic {c} J predicted");
 }
+
+/// An RTL that stops on every beat (`$fatal`) while it is timed at load: the timing gives up, the
+/// model's statement stands (here a false 64 items per cycle: a timing that ran would have put
+/// satadd's RTL at one), the process lives, and every request is answered on the CPUs when its
+/// board job fails in turn.
+#[test]
+fn an_rtl_that_stops_while_timed_at_load_leaves_the_statement_and_the_requests_answered() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("satadd");
+    fixtures::copy_dir(&fixture("satadd"), &dir);
+    let toml = dir.join("model.toml");
+    let spec = std::fs::read_to_string(&toml).expect("model.toml");
+    let claimed = spec.replace("items_per_cycle = 1\n", "items_per_cycle = 64\n");
+    assert_ne!(spec, claimed);
+    std::fs::write(&toml, claimed).expect("write");
+    let v = dir.join("rtl/satadd.v");
+    let rtl = std::fs::read_to_string(&v).expect("satadd.v");
+    let stops = rtl.replacen(
+        "endmodule",
+        "    always @(posedge ap_clk) begin\n        if (s_axis_tvalid && s_axis_tready) $fatal(1, \"every beat\");\n    end\n\nendmodule",
+        1,
+    );
+    assert_ne!(rtl, stops);
+    std::fs::write(&v, stops).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
+        .args(["run", "--kernel", "satadd", "--board", "sim", "--duration", "2s", "--rate", "20"])
+        .args(["--scheduler", "spork-e", "--json", "--model-repository"])
+        .arg(tmp.path())
+        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
+        .output()
+        .expect("spork runs");
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["items_per_cycle"].as_f64(), Some(64.0), "the statement stands: {report}");
+    assert!(report["stated_items_per_cycle"].is_null(), "no measurement to set beside it: {report}");
+    let run = &report["runs"][0];
+    assert_eq!(run["answered"], run["offered"], "{run}");
+    assert_eq!(run["answered_fpga"].as_u64(), Some(0), "{run}");
+}

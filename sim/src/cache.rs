@@ -74,10 +74,13 @@ fn runtime(tools: &Toolchain) -> Result<PathBuf, SimError> {
     if built.is_file() {
         return Ok(built);
     }
-    let tag =
-        hex(&Sha256::digest(format!("{}\n{}\n{}", tools.version, tools.cxx.display(), verilate::FATAL)))
-            [..16]
-            .to_string();
+    let what = [
+        &tools.version,
+        &tools.cxx.display().to_string(),
+        verilate::FATAL,
+        &verilate::PRINT_TO_STDERR.join(" "),
+    ];
+    let tag = hex(&Sha256::digest(what.join("\n")))[..16].to_string();
     let dir = cache_dir().join("runtime").join(tag);
     let lib = dir.join("libspork_verilated.so");
     if lib.is_file() {

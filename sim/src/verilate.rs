@@ -16,6 +16,11 @@ pub const SHIM: &str = include_str!("shim.cpp");
 /// The runtime's `$stop` and `$fatal`, which throw to the shim instead of aborting the process.
 pub const FATAL: &str = include_str!("fatal.cpp");
 
+/// A design's `$display`, `$fatal` messages and the runtime's own go to stderr, not stdout, where
+/// `spork run --json` writes its report: every file of the runtime and the models is compiled so.
+pub const PRINT_TO_STDERR: [&str; 2] =
+    ["-DVL_PRINTF(...)=fprintf(stderr, __VA_ARGS__)", "-DVL_VPRINTF(f, a)=vfprintf(stderr, f, a)"];
+
 /// What can go wrong verilating and compiling a design.
 #[derive(Debug)]
 pub enum VerilateError {
@@ -93,6 +98,7 @@ impl Toolchain {
             // Without this, g++ marks template statics STB_GNU_UNIQUE and dlclose never unloads a model.
             .arg("-fno-gnu-unique")
             .args(["-DVM_COVERAGE=0", "-DVM_SC=0", "-DVM_TRACE=0", "-DVM_TRACE_FST=0", "-DVM_TRACE_VCD=0"])
+            .args(PRINT_TO_STDERR)
             .arg(format!("-I{}", self.include.display()))
             .arg(format!("-I{}", self.include.join("vltstd").display()));
         c
