@@ -625,6 +625,36 @@ fn an_rtl_stop_or_fatal_fails_its_run_not_the_process() {
     assert_eq!(run(5).expect("a plain request"), "12");
 }
 
+/// A design with a 2 GiB memory (2^28 64-bit words, read into its output so Verilator keeps it):
+/// one instance would reset, and so touch, all of it in the server's process. It is refused at load,
+/// naming its size, before any instance is made: this process's peak RSS grows far less.
+#[test]
+fn an_rtl_whose_memories_pass_the_bound_is_refused_before_an_instance_is_made() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("satadd");
+    fixtures::copy_dir(&fixture("satadd"), &dir);
+    let v = dir.join("rtl/satadd.v");
+    let text = std::fs::read_to_string(&v).expect("satadd.v");
+    let hog = text
+        .replacen("endmodule", "    reg [63:0] hog [0:(1<<28)-1];\n    always @(posedge ap_clk) hog[sum2] <= {48'd0, sum2};\n\nendmodule", 1)
+        .replacen("assign m_axis_tdata = sum2;", "assign m_axis_tdata = sum2 ^ hog[sum2][15:0];", 1);
+    assert_eq!(hog.matches("hog").count(), 3, "the edit landed");
+    std::fs::write(&v, hog).expect("write");
+    let before = peak_rss();
+    let spec = spec::load(&dir).expect("the model loads");
+    let e = spork::repository::kernel::RepoKernel::load(spec, true).expect_err("refused").to_string();
+    assert!(e.contains("one instance of its RTL takes") && e.contains("past the 268435456"), "{e}");
+    let grew = peak_rss().saturating_sub(before);
+    assert!(grew < 512 << 20, "the peak RSS grew {} MiB", grew >> 20);
+}
+
+/// This process's peak resident memory (VmHWM), bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let kb = status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1));
+    kb.and_then(|k| k.parse::<u64>().ok()).expect("VmHWM") * 1024
+}
+
 /// An INT16 tensor of `v`.
 fn int16(v: &[i16]) -> TensorBuf {
     let mut t = TensorBuf::zeroed(DType::Int16, &[v.len() as u64]).expect("fits");

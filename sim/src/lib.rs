@@ -65,7 +65,7 @@ pub enum SimError {
     },
     #[error(
         "the {model} design stopped: {why}\n  fix: the design ran $stop or $fatal (its message is on the \
-         server's stdout), or the simulator failed; this run fails, the next gets a fresh instance"
+         server's stderr), or the simulator failed; this run fails, the next gets a fresh instance"
     )]
     Stopped { model: String, why: String },
     #[error(

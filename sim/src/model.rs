@@ -123,6 +123,7 @@ pub struct Model {
     name: String,
     path: PathBuf,
     ports: Arc<[PortInfo]>,
+    state_bytes: u64,
     loaded: Arc<Loaded>,
     load_time: Duration,
 }
@@ -173,6 +174,7 @@ impl Model {
             symbol(&lib, path, "spork_model_port_name")?;
         let port_width: unsafe extern "C" fn(u32) -> u32 = symbol(&lib, path, "spork_model_port_width")?;
         let port_input: unsafe extern "C" fn(u32) -> i32 = symbol(&lib, path, "spork_model_port_is_input")?;
+        let state_fn: unsafe extern "C" fn() -> u64 = symbol(&lib, path, "spork_model_state_bytes")?;
         let api = Api {
             new: symbol(&lib, path, "spork_model_new")?,
             free: symbol(&lib, path, "spork_model_free")?,
@@ -193,7 +195,7 @@ impl Model {
             }
         };
         // SAFETY: these shim functions take no pointers and return static data.
-        let (name, ports) = unsafe {
+        let (name, ports, state_bytes) = unsafe {
             let ports: Vec<PortInfo> = (0..count_fn())
                 .map(|i| PortInfo {
                     name: text(port_name(i)),
@@ -201,12 +203,13 @@ impl Model {
                     input: port_input(i) != 0,
                 })
                 .collect();
-            (text(name_fn()), ports)
+            (text(name_fn()), ports, state_fn())
         };
         Ok(Model {
             name,
             path: path.to_path_buf(),
             ports: ports.into(),
+            state_bytes,
             loaded: Arc::new(Loaded { api, _lib: lib }),
             load_time: start.elapsed(),
         })
@@ -222,6 +225,12 @@ impl Model {
 
     pub fn ports(&self) -> &[PortInfo] {
         &self.ports
+    }
+
+    /// The bytes one instance allocates (and touches) when made: the design's registers and
+    /// fixed-size memories.
+    pub fn state_bytes(&self) -> u64 {
+        self.state_bytes
     }
 
     /// How long [`Model::load_path`] took (open, relocate, resolve, read ports).

@@ -1,5 +1,6 @@
 // The C ABI of one Verilated model, included at the end of the model's single translation unit.
-// The unit defines SPORK_MODEL (the Verilator class), SPORK_MODEL_NAME, SPORK_PORT_COUNT and
+// The unit defines SPORK_MODEL (the Verilator class), SPORK_SYMS (its symbol table, which holds
+// the design's registers and memories), SPORK_MODEL_NAME, SPORK_PORT_COUNT and
 // SPORK_PORTS(X), one X(index, member, "name", width, is_input) per port, read from the header.
 // Each instance owns its VerilatedContext, so instances on different threads share no state.
 #include <cstdint>
@@ -72,6 +73,11 @@ uint32_t spork_model_port_count() { return SPORK_PORT_COUNT; }
 const char* spork_model_port_name(uint32_t i) { return i < SPORK_PORT_COUNT ? kPorts[i].name : nullptr; }
 uint32_t spork_model_port_width(uint32_t i) { return i < SPORK_PORT_COUNT ? kPorts[i].width : 0; }
 int spork_model_port_is_input(uint32_t i) { return i < SPORK_PORT_COUNT ? kPorts[i].input : 0; }
+
+// What one instance allocates when made: its registers and fixed-size memories, which Verilator
+// holds in the symbol table and resets at construction (so every byte is touched). Read before any
+// instance is made, so a design whose memories are too large is refused unbuilt.
+uint64_t spork_model_state_bytes() { return sizeof(Instance) + sizeof(SPORK_SYMS); }
 
 void* spork_model_new() { return new Instance(); }
 

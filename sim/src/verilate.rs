@@ -200,7 +200,8 @@ fn unit(dir: &Path, name: &str, prefix: &str, ports: &[Port]) -> Result<PathBuf,
     for f in &generated {
         let _ = writeln!(unit, "#include \"{f}\"");
     }
-    let _ = writeln!(unit, "#define SPORK_MODEL {prefix}\n#define SPORK_MODEL_NAME {name:?}");
+    let _ = writeln!(unit, "#define SPORK_MODEL {prefix}\n#define SPORK_SYMS {prefix}__Syms");
+    let _ = writeln!(unit, "#define SPORK_MODEL_NAME {name:?}");
     let _ = writeln!(unit, "#define SPORK_PORT_COUNT {}", ports.len());
     unit.push_str("#define SPORK_PORTS(X) \\\n");
     for (i, p) in ports.iter().enumerate() {

@@ -21,6 +21,10 @@ pub struct Rtl {
     pub sim: SimSpec,
 }
 
+/// The most memory one instance of a user's design may take: the simulated board runs it in the
+/// server's process (one instance a board, and one at a time to time it at load).
+pub const STATE_MAX: u64 = 256 << 20;
+
 /// Why a model's RTL cannot run on the simulated board.
 #[derive(Debug, thiserror::Error)]
 pub enum RtlError {
@@ -48,6 +52,20 @@ pub enum RtlError {
         what: &'static str,
         /// Bits a beat needs: `lanes` elements of every tensor on that side.
         need: usize,
+    },
+    /// One instance of the design would take more memory than a simulated board may hold.
+    #[error(
+        "{model}: one instance of its RTL takes {bytes} bytes (its registers and memories, as Verilator \
+         holds them), past the {max} a simulated board holds in the server's process\n  fix: shrink the \
+         design's memories for simulation, or serve it on a real board (--board alveo or f1)"
+    )]
+    State {
+        /// The model's name.
+        model: String,
+        /// Bytes one instance takes.
+        bytes: u64,
+        /// [`STATE_MAX`].
+        max: u64,
     },
     /// `lanes` > 1 and the design has no TKEEP on a stream.
     #[error(
@@ -78,6 +96,14 @@ impl Rtl {
         };
         let built = cache::verilated(&design).map_err(err)?;
         let model = Model::load_path(&built.library).map_err(err)?;
+        // Checked before the first instance: making one resets (touches) all of it.
+        if model.state_bytes() > STATE_MAX {
+            return Err(RtlError::State {
+                model: spec.name.clone(),
+                bytes: model.state_bytes(),
+                max: STATE_MAX,
+            });
+        }
         let rtl = Rtl { model, built, sim: sim.clone() };
         let axis = rtl.instance().map_err(err)?;
         for (what, tensors, (port, width)) in [
