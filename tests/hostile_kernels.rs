@@ -30,6 +30,7 @@ const SPIN: i16 = 2;
 const APPETITE: i16 = 3;
 const ABORT: i16 = 4;
 const WRITE_INPUT: i16 = 5;
+const REACH: i16 = 6;
 
 /// A `spork serve` on loopback, its stderr kept.
 struct Serve {
@@ -239,7 +240,7 @@ fn attack(serve: &Serve, how: i16) -> (u16, String) {
 }
 
 /// Each way a kernel can fail (writing its read-only input included) gets its own 500 naming what
-/// happened; a plain request after it is
+/// happened, and one reaching for the server is refused every way; a plain request after it is
 /// answered right (the process restarted); five deaths in a row make the model UNAVAILABLE (index
 /// with the reason, 503, not ready) until it is loaded again. Throughout: the server lives, satadd
 /// answers right, health answers within 100 ms, and the server's RSS stays bounded.
@@ -267,6 +268,11 @@ fn a_kernels_crash_spin_appetite_and_abort_fail_only_its_own_requests() {
         plain(&serve);
         assert!(serve.alive(), "the server died on attack {how}:\n{}", serve.log.lock().expect("log"));
     }
+    // A kernel reaching for the server (SIGKILL to it, ptrace, its /proc/PID/mem, process_vm_readv):
+    // every attempt refused in the kernel process, which then answers right.
+    let (status, body) = attack(&serve, REACH);
+    assert_eq!((status, sum(&body)), (200, vec![i64::from(TRIGGER) + i64::from(REACH), 2, 4]), "{body}");
+    assert!(serve.alive(), "the kernel killed the server:\n{}", serve.log.lock().expect("log"));
     // Five deaths in a row: the model is UNAVAILABLE, with the reason, until it is loaded again.
     for _ in 0..5 {
         assert_eq!(attack(&serve, NULL).0, 500);

@@ -78,6 +78,10 @@ fn serve(args: &[String]) -> Result<(), String> {
         return Err("the first message was not Init".into());
     };
     let names = (c_names(&inputs), c_names(&outputs));
+    // Before any of the user's code runs (the library's constructors included).
+    if let Err(m) = super::confine::confine() {
+        return wire::write_frame(&mut sock, &FromKernel::Refused(m).encode()).map_err(io);
+    }
     let mut kernel = match open(Path::new(library), &config) {
         Ok(k) => {
             wire::write_frame(&mut sock, &FromKernel::Ready.encode()).map_err(io)?;

@@ -7,10 +7,12 @@
 //! call's timeout, is replaced at the next call after a backoff; one that keeps dying makes the
 //! model unavailable, with the reason.
 //!
+//! - [`confine`]: what a kernel process gives up before the user's code runs.
 //! - [`wire`]: the messages; [`shm`](super::shm): the window; [`doorbell`]: a call's hand-off through it;
 //!   [`process`]: one process from the server's side; [`child`]: the process's own side.
 
 pub mod child;
+pub mod confine;
 pub mod doorbell;
 pub mod process;
 pub mod wire;

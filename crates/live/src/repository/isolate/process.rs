@@ -81,6 +81,7 @@ impl KernelProcess {
     /// Starts one and waits (at most `timeout`) for its library to open and its state to be made.
     pub fn start(l: &Launch, arenas: &Arenas, timeout: Duration) -> Result<KernelProcess, Failure> {
         let start = |e: std::io::Error| Failure::Died(format!("cannot start the kernel process: {e}"));
+        super::confine::server_not_dumpable();
         let window = Window::create(HEADER.saturating_add(l.window), Writers::All).map_err(start)?;
         let (ours, theirs) = UnixStream::pair().map_err(start)?;
         let mut cmd = Command::new(binary().map_err(Failure::Died)?);
