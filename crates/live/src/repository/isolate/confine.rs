@@ -4,7 +4,9 @@
 //! every signal aimed at another process and every call that reaches into one (ptrace,
 //! process_vm_readv/writev, pidfds); dropping its capabilities leaves a root server's kernel without
 //! CAP_SYS_PTRACE, which with the server not dumpable ([`server_not_dumpable`]) closes
-//! `/proc/PID/mem` too. Signals to itself (`abort`, `raise`) still work.
+//! `/proc/PID/mem` too. Signals to itself (`abort`, `raise`) still work. A call through another
+//! ABI (i386's `int 0x80`) ends the process (seccompiler checks the architecture); x32's numbers,
+//! where a kernel enables x32, are refused alike.
 
 use std::collections::BTreeMap;
 
@@ -29,6 +31,15 @@ pub fn server_not_dumpable() {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 }
 
+/// The x32 ABI's flag on x86_64 (a kernel that enables x32 takes these numbers too; the filter
+/// refuses them alike).
+const X32: i64 = if cfg!(target_arch = "x86_64") { 0x4000_0000 } else { 0 };
+
+/// x32's own numbers of the signal calls (kill and tgkill share x86_64's) and of the calls that reach
+/// another process (ptrace, process_vm_readv/writev).
+const X32_SIGNALS: &[i64] = if cfg!(target_arch = "x86_64") { &[62, 234, 524, 536] } else { &[] };
+const X32_REACHES: &[i64] = if cfg!(target_arch = "x86_64") { &[521, 539, 540] } else { &[] };
+
 fn filter() -> Result<BpfProgram, seccompiler::BackendError> {
     // SAFETY: getpid has no preconditions.
     let me = u64::from(unsafe { libc::getpid() }.unsigned_abs());
@@ -38,10 +49,8 @@ fn filter() -> Result<BpfProgram, seccompiler::BackendError> {
         Ok(vec![SeccompRule::new(vec![c])?])
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    for call in [libc::SYS_kill, libc::SYS_tgkill, libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo] {
-        rules.insert(call, elsewhere()?);
-    }
-    for call in [
+    let signals = [libc::SYS_kill, libc::SYS_tgkill, libc::SYS_rt_sigqueueinfo, libc::SYS_rt_tgsigqueueinfo];
+    let reaches = [
         libc::SYS_tkill,
         libc::SYS_ptrace,
         libc::SYS_process_vm_readv,
@@ -49,7 +58,11 @@ fn filter() -> Result<BpfProgram, seccompiler::BackendError> {
         libc::SYS_pidfd_open,
         libc::SYS_pidfd_send_signal,
         libc::SYS_pidfd_getfd,
-    ] {
+    ];
+    for call in signals.into_iter().chain(X32_SIGNALS.iter().map(|&n| X32 | n)) {
+        rules.insert(call, elsewhere()?);
+    }
+    for call in reaches.into_iter().chain(reaches.iter().chain(X32_REACHES).map(|&n| X32 | n)) {
         rules.insert(call, Vec::new());
     }
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
