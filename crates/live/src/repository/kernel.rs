@@ -197,9 +197,14 @@ impl RepoKernel {
         self.payload(p.inputs)
     }
 
-    /// The outputs of bound payload `p`, sized, zeroed: in the model's outputs arena when its code
-    /// runs isolated, so its kernel processes write them in place.
+    /// The outputs of bound payload `p`, sized, zeroed, on the heap (a board's, which runs here).
     pub fn outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
+        self.spec.outputs_for(&p.dims)
+    }
+
+    /// The outputs of bound payload `p` for its CPU code: in the model's outputs arena when that
+    /// code runs isolated, so its kernel processes write them in place.
+    fn cpu_outputs(&self, p: &TensorPayload) -> Vec<TensorBuf> {
         self.spec.outputs_in(self.isolated().map(|i| &i.arenas().outputs), &p.dims)
     }
 
@@ -212,7 +217,7 @@ impl RepoKernel {
     /// Runs the CPU code on `p`: the answer CPU workers give and FPGA answers are held to.
     pub fn reference(&self, p: &TensorPayload) -> Result<Vec<TensorBuf>, String> {
         let p = self.bound(p).map_err(|m| format!("model '{}': {m}", self.spec.name))?;
-        let mut outputs = self.outputs(&p);
+        let mut outputs = self.cpu_outputs(&p);
         let result = match &self.cpu {
             Cpu::Isolated(iso) => iso.run(&p.inputs, &mut outputs),
             Cpu::InProcess { lib, states } => {
