@@ -22,21 +22,32 @@ fn predicted(run: &serde_json::Value) -> Option<f64> {
 /// The tag of this binary's shared cache.
 const CACHE: &str = "board-speed";
 
+/// `spork run ARGS --json` over repository `repo` (6 s at 100 requests/s, SporkE then CPU-dynamic
+/// unless ARGS names the scheduler): its report, the run having succeeded.
+fn run_json(args: &[&str], repo: &std::path::Path) -> serde_json::Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_spork"));
+    cmd.arg("run").args(args).args(["--duration", "6s", "--rate", "100", "--json"]);
+    if !args.contains(&"--scheduler") {
+        cmd.args(["--scheduler", "spork-e,cpu-dynamic"]);
+    }
+    let out = cmd.arg("--model-repository").arg(repo).env("SPORK_CACHE_DIR", shared_cache(CACHE)).output();
+    let out = out.expect("spork runs");
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// A model.toml claiming 64 items per cycle where its RTL streams one.
+fn claims_64_items_per_cycle(toml: &str) -> String {
+    toml.replace("items_per_cycle = 1\n", "items_per_cycle = 64\n")
+}
+
 /// A board slower than the paper's breakeven (`--clock-mhz 20`: crc8's board streams 2e7 bytes/s
 /// against the C code's ~5e8 on one core, S ~ 0.04, far below the 1/3 a board needs at the paper's
 /// powers on any machine within 10x of this one): SporkE holds no board, says why, and the policy's
 /// own prediction of its energy matches CPU-dynamic's.
 #[test]
 fn a_repository_model_whose_board_loses_is_served_on_cpus_alone() {
-    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["run", "--kernel", "crc8", "--board", "model", "--clock-mhz", "20", "--duration", "6s"])
-        .args(["--rate", "100", "--scheduler", "spork-e,cpu-dynamic", "--json", "--model-repository"])
-        .arg(fixture(""))
-        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
-        .output()
-        .expect("spork runs");
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let report = run_json(&["--kernel", "crc8", "--board", "model", "--clock-mhz", "20"], &fixture(""));
     let speedup = report["measured_speedup"].as_f64().expect("measured speedup");
     assert!(speedup < 1.0 / 3.0, "this machine's C code is too slow for the test: S = {speedup}");
     let (spork, cpus) = (&report["runs"][0], &report["runs"][1]);
@@ -70,18 +81,8 @@ fn a_repository_model_whose_board_loses_is_served_on_cpus_alone() {
 fn a_board_slower_than_its_stated_speed_is_timed_at_its_rtls_speed_and_never_held() {
     let tmp = tempfile::tempdir().expect("temp dir");
     fixtures::copy_dir(&fixture("crc8"), &tmp.path().join("crc8"));
-    let toml = tmp.path().join("crc8").join("model.toml");
-    let spec = std::fs::read_to_string(&toml).expect("model.toml");
-    std::fs::write(&toml, spec.replace("items_per_cycle = 1\n", "items_per_cycle = 64\n")).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["run", "--kernel", "crc8", "--board", "sim", "--clock-mhz", "20", "--duration", "6s"])
-        .args(["--rate", "100", "--scheduler", "spork-e,cpu-dynamic", "--json", "--model-repository"])
-        .arg(tmp.path())
-        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
-        .output()
-        .expect("spork runs");
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    fixtures::edit_file(&tmp.path().join("crc8/model.toml"), claims_64_items_per_cycle);
+    let report = run_json(&["--kernel", "crc8", "--board", "sim", "--clock-mhz", "20"], tmp.path());
     let (stated, timed) = (report["stated_items_per_cycle"].as_f64(), report["items_per_cycle"].as_f64());
     assert_eq!(stated, Some(64.0), "the statement is reported beside the measurement: {report}");
     let timed = timed.expect("items per cycle");
@@ -110,29 +111,12 @@ fn an_rtl_that_stops_while_timed_at_load_leaves_the_statement_and_the_requests_a
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("satadd");
     fixtures::copy_dir(&fixture("satadd"), &dir);
-    let toml = dir.join("model.toml");
-    let spec = std::fs::read_to_string(&toml).expect("model.toml");
-    let claimed = spec.replace("items_per_cycle = 1\n", "items_per_cycle = 64\n");
-    assert_ne!(spec, claimed);
-    std::fs::write(&toml, claimed).expect("write");
-    let v = dir.join("rtl/satadd.v");
-    let rtl = std::fs::read_to_string(&v).expect("satadd.v");
-    let stops = rtl.replacen(
-        "endmodule",
-        "    always @(posedge ap_clk) begin\n        if (s_axis_tvalid && s_axis_tready) $fatal(1, \"every beat\");\n    end\n\nendmodule",
-        1,
-    );
-    assert_ne!(rtl, stops);
-    std::fs::write(&v, stops).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_spork"))
-        .args(["run", "--kernel", "satadd", "--board", "sim", "--duration", "2s", "--rate", "20"])
-        .args(["--scheduler", "spork-e", "--json", "--model-repository"])
-        .arg(tmp.path())
-        .env("SPORK_CACHE_DIR", shared_cache(CACHE))
-        .output()
-        .expect("spork runs");
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    fixtures::edit_file(&dir.join("model.toml"), claims_64_items_per_cycle);
+    fixtures::edit_file(&dir.join("rtl/satadd.v"), |rtl| {
+        let stop = "    always @(posedge ap_clk) begin\n        if (s_axis_tvalid && s_axis_tready) $fatal(1, \"every beat\");\n    end\n\nendmodule";
+        rtl.replacen("endmodule", stop, 1)
+    });
+    let report = run_json(&["--kernel", "satadd", "--board", "sim", "--scheduler", "spork-e"], tmp.path());
     assert_eq!(report["items_per_cycle"].as_f64(), Some(64.0), "the statement stands: {report}");
     assert!(report["stated_items_per_cycle"].is_null(), "no measurement to set beside it: {report}");
     let run = &report["runs"][0];

@@ -342,11 +342,7 @@ fn satadd_as(repo: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBu
 fn fixture_as(from: &str, repo: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
     let dir = repo.join(name);
     copy_dir(&fixture(from), &dir);
-    let toml = dir.join("model.toml");
-    let text = std::fs::read_to_string(&toml).expect("model.toml");
-    let edited = edit(text.clone());
-    assert_ne!(text, edited, "{name}: the edit changed nothing");
-    std::fs::write(toml, edited).expect("write model.toml");
+    fixtures::edit_file(&dir.join("model.toml"), |text| edit(text.to_string()));
     dir
 }
 
@@ -385,6 +381,7 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
     let big_header =
         satadd_as(&repo, "bigheader", |t| t.replace(sources, &format!("{sources}\nheaders = [\"cpu/x.h\"]")));
     std::fs::File::create(big_header.join("cpu/x.h")).and_then(|f| f.set_len(21 << 30)).expect("sparse");
+    satadd_as(&repo, "bad name", |t| t.replace("Saturating", "Badly named"));
     let include = satadd_as(&repo, "fifoinclude", |t| t.replace("Saturating", "Stuck"));
     fifo(&tmp.path().join("stuck.h"));
     let c = include.join("cpu/satadd.c");
@@ -441,6 +438,9 @@ fn hostile_model_folders_are_left_out_with_their_reasons_and_the_rest_serve() {
         assert!(reason.len() < 20_000, "{model}: a reason of {} bytes", reason.len());
     }
     assert!(serve.peak_rss() < RSS_BOUND, "peak RSS {} bytes", serve.peak_rss());
+    // A folder whose name is no model name is left out at start, and the log says why.
+    let log = serve.log.lock().expect("log").clone();
+    assert!(log.contains("model bad name: not loaded") && log.contains("not a model name"), "{log}");
 }
 
 /// A model of `x` UINT8 [N, 1000] to `y` UINT64 [N, 2000]: its answer takes 16 times its input's

@@ -652,13 +652,13 @@ fn an_rtl_whose_memories_pass_the_bound_is_refused_before_an_instance_is_made() 
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("satadd");
     fixtures::copy_dir(&fixture("satadd"), &dir);
-    let v = dir.join("rtl/satadd.v");
-    let text = std::fs::read_to_string(&v).expect("satadd.v");
-    let hog = text
-        .replacen("endmodule", "    reg [63:0] hog [0:(1<<28)-1];\n    always @(posedge ap_clk) hog[sum2] <= {48'd0, sum2};\n\nendmodule", 1)
-        .replacen("assign m_axis_tdata = sum2;", "assign m_axis_tdata = sum2 ^ hog[sum2][15:0];", 1);
-    assert_eq!(hog.matches("hog").count(), 3, "the edit landed");
-    std::fs::write(&v, hog).expect("write");
+    fixtures::edit_file(&dir.join("rtl/satadd.v"), |rtl| {
+        let hog = rtl
+            .replacen("endmodule", "    reg [63:0] hog [0:(1<<28)-1];\n    always @(posedge ap_clk) hog[sum2] <= {48'd0, sum2};\n\nendmodule", 1)
+            .replacen("assign m_axis_tdata = sum2;", "assign m_axis_tdata = sum2 ^ hog[sum2][15:0];", 1);
+        assert_eq!(hog.matches("hog").count(), 3, "both edits landed");
+        hog
+    });
     let before = peak_rss();
     let spec = spec::load(&dir).expect("the model loads");
     let e = spork::repository::kernel::RepoKernel::load(spec, true).expect_err("refused").to_string();

@@ -32,3 +32,12 @@ pub fn on_satadd(name: &str, shares: &[&str], scratch: &Path) -> PathBuf {
     copy_dir(&fixture(name), &to);
     to
 }
+
+/// Rewrites the file at `path` as `edit` says; the edit must change it (a fixture that no longer
+/// holds the text it replaces fails here, not in a test that then proves nothing).
+pub fn edit_file(path: &Path, edit: impl FnOnce(&str) -> String) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let edited = edit(&text);
+    assert_ne!(text, edited, "{}: the edit changed nothing", path.display());
+    std::fs::write(path, edited).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}

@@ -514,11 +514,16 @@ pub fn config(args: Args) -> anyhow::Result<ServeConfig> {
         real_board,
         memory_budget: limits.memory_budget as u64,
     };
-    let mut pending = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
     for repo in &repositories {
         // With --models, only the models named start; the others stay loadable. Spork's own
-        // repository, when no model is named, only when no other is given.
-        pending.extend(repository_models(repo, named.as_deref())?);
+        // repository, when no model is named, only when no other is given. A name in two
+        // repositories loads once, from the first (as a load call finds it).
+        for name in repository_models(repo, named.as_deref())? {
+            if !pending.contains(&name) {
+                pending.push(name);
+            }
+        }
     }
     let repository = Some(spork::serve::RepositorySetup {
         dirs: repositories.clone(),

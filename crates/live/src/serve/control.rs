@@ -290,9 +290,13 @@ impl Control {
         server.may_retire()?;
         let dir = self.folders().remove(name).ok_or_else(|| {
             let shown: String = name.chars().take(80).collect();
-            ServeError::BadRequest(format!(
-                "failed to load '{shown}': no model folder of that name in the repositories"
-            ))
+            ServeError::BadRequest(match valid_model_name(name) {
+                true => format!("failed to load '{shown}': no model folder of that name in the repositories"),
+                false => format!(
+                    "failed to load '{shown}': not a model name (at most 64 letters, digits, '_', '-' or \
+                     '.', not starting with '.')\n  fix: rename the model's folder"
+                ),
+            })
         })?;
         match self.build(server, &dir).await {
             Ok(()) => {

@@ -27,8 +27,11 @@ pub fn confine() -> Result<(), String> {
 /// without CAP_SYS_PTRACE, as its kernel processes are ([`confine`]). Costs the server its core
 /// dumps.
 pub fn server_not_dumpable() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
     // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    ONCE.call_once(|| unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    });
 }
 
 /// The x32 ABI's flag on x86_64 (a kernel that enables x32 takes these numbers too; the filter
